@@ -1,0 +1,36 @@
+# The README's two commands: `make demo` and `make test`. Both work on a fresh machine.
+VENV ?= .venv
+PYTHON ?= python3
+BIN := $(VENV)/bin
+export DAGSTER_HOME ?= $(CURDIR)/storage/.dagster
+
+.PHONY: install test test-fast demo dev lint clean
+
+$(BIN)/.sigmap-installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+install: $(BIN)/.sigmap-installed
+	mkdir -p $(DAGSTER_HOME)
+	@# plain `dagster dev` in the repo root reads .env: keep its instance persistent
+	@echo "DAGSTER_HOME=$(DAGSTER_HOME)" > .env
+
+test: install
+	$(BIN)/python -m pytest -q
+
+test-fast: install
+	$(BIN)/python -m pytest -q -m "not slow and not browser and not postgres"
+
+demo: install
+	$(BIN)/sigmap demo
+
+dev: install
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1
+
+lint: install
+	$(BIN)/ruff check . && $(BIN)/ruff format --check .
+
+clean:
+	rm -rf $(VENV)

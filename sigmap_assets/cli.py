@@ -1,0 +1,192 @@
+"""`sigmap` — the command line.
+
+    sigmap demo [--world zoo|synthetic|PATH] [--quick]   materialize the whole graph
+    sigmap run                                           the same, on the configured world
+    sigmap bench NAME [ARGS...]                          a benchmark; prints one JSON line last
+    sigmap sync                                          add partitions for new models/benchmarks
+    sigmap realdata overlap|metabench                    analyses of ../shared/data
+    sigmap dev [--host 127.0.0.1] [--port 3000]          the Dagster UI on this storage
+    sigmap status                                        what is materialized
+
+Every command uses the storage root ``--storage`` (default ``$SIGMAP_STORAGE`` or
+``./storage``) and a persistent Dagster home under it (``<storage>/.dagster``) unless
+``DAGSTER_HOME`` is set, so runs started here show up in ``dagster dev``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHES = ("perplexity", "screening", "selection", "recovery", "overlap", "metabench")
+
+
+def _setup_env(storage: str | None) -> Path:
+    root = Path(storage or os.environ.get("SIGMAP_STORAGE") or Path.cwd() / "storage").expanduser().resolve()
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ["SIGMAP_STORAGE"] = str(root)
+    if not os.environ.get("DAGSTER_HOME"):
+        home = root / ".dagster"
+        home.mkdir(parents=True, exist_ok=True)
+        os.environ["DAGSTER_HOME"] = str(home)
+    else:
+        Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    return root
+
+
+def _load_defs():
+    from sigmap_assets.definitions import defs
+
+    return defs()
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from sigmap_assets.demo import DemoRunner
+    from sigmap_assets.resources import write_project_config
+
+    root = _setup_env(args.storage)
+    if args.world:
+        if args.world in ("zoo", "synthetic"):
+            write_project_config(str(root), world=args.world, world_path="", world_quick=bool(args.quick))
+        else:
+            path = Path(args.world).expanduser().resolve()
+            write_project_config(str(root), world="folder", world_path=str(path), world_quick=False)
+    elif args.quick:
+        write_project_config(str(root), world_quick=True)
+    defs = _load_defs()
+    with dg.DagsterInstance.get() as instance:
+        runner = DemoRunner(defs, instance, root / ".sigmap" / "steps.json")
+        try:
+            summary = runner.run()
+        except RuntimeError as exc:
+            print(f"sigmap: {exc}", file=sys.stderr)
+            return 1
+    report = root / "reports" / "overlap_report.html"
+    print(
+        f"\nDone in {summary['seconds']} s (ran: {', '.join(summary['ran']) or 'nothing'}; "
+        f"up to date: {', '.join(summary['skipped']) or 'nothing'}).\n"
+        f"  HTML report:   {report}\n"
+        f"  metabench:     {root / 'reports' / 'metabench_report.html'}\n"
+        f"  plots:         {root / 'plots'}\n"
+        f"  browse in the Dagster UI:  DAGSTER_HOME={os.environ['DAGSTER_HOME']} "
+        f".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1   (or: make dev)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.name not in BENCHES:
+        print(f"sigmap bench: unknown benchmark {args.name!r}; choose from {', '.join(BENCHES)}", file=sys.stderr)
+        return 2
+    module = importlib.import_module(f"sigmap_lib.bench.{args.name}")
+    result = module.main(list(args.rest))
+    print(json.dumps(result, default=float))
+    return 0
+
+
+def cmd_sync(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    from sigmap_assets.demo import DemoRunner
+
+    root = _setup_env(args.storage)
+    with dg.DagsterInstance.get() as instance:
+        DemoRunner(_load_defs(), instance, root / ".sigmap" / "steps.json").sync_partitions()
+    return 0
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    import dagster as dg
+
+    _setup_env(args.storage)
+    defs = _load_defs()
+    graph = defs.resolve_asset_graph()
+    with dg.DagsterInstance.get() as instance:
+        for key in sorted(graph.get_all_asset_keys(), key=lambda k: k.to_user_string()):
+            node = graph.get(key)
+            if node.partitions_def is None:
+                ev = instance.get_latest_materialization_event(key)
+                state = "materialized" if ev else "missing"
+            else:
+                name = node.partitions_def.name
+                done = instance.get_materialized_partitions(key)
+                total = instance.get_dynamic_partitions(name)
+                state = f"{len(done & set(total))}/{len(total)} {name} partitions"
+            print(f"{key.to_user_string():<24} {state}")
+    return 0
+
+
+def cmd_realdata(args: argparse.Namespace) -> int:
+    from sigmap_lib.paths import shared_data_dir
+
+    data = Path(args.data).resolve() if args.data else shared_data_dir()
+    if not data.exists():
+        print(f"sigmap realdata: {data} does not exist (pass --data PATH)", file=sys.stderr)
+        return 2
+    if args.what == "overlap":
+        from sigmap_lib.analysis import real_data_overlap_summary
+
+        result = real_data_overlap_summary(data)
+    else:
+        from sigmap_lib.metabench import real_data_validation
+
+        result = real_data_validation(data)
+    print(json.dumps(result, default=float))
+    return 0
+
+
+def cmd_dev(args: argparse.Namespace) -> int:
+    _setup_env(args.storage)
+    exe = Path(sys.executable).with_name("dagster")
+    cmd = [str(exe), "dev", "-w", "workspace.yaml", "-h", args.host, "-p", str(args.port)]
+    return subprocess.call(cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="sigmap", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--storage", help="storage root (default $SIGMAP_STORAGE or ./storage)")
+    sub = p.add_subparsers(dest="command", required=True)
+    d = sub.add_parser("demo", help="materialize the whole graph on the embedded world")
+    d.add_argument("--world", help="zoo (default), synthetic, or a world folder (docs/FORMATS.md)")
+    d.add_argument("--quick", action="store_true", help="a smaller zoo (for a fast look)")
+    d.set_defaults(func=cmd_demo)
+    r = sub.add_parser("run", help="materialize everything missing or stale on the configured world")
+    r.set_defaults(func=cmd_demo, world=None, quick=False)
+    b = sub.add_parser("bench", help="run a benchmark; prints one JSON line last")
+    b.add_argument("name", help=", ".join(BENCHES))
+    b.add_argument("rest", nargs=argparse.REMAINDER)
+    b.set_defaults(func=cmd_bench)
+    s = sub.add_parser("sync", help="add partitions for new registry models and catalog benchmarks")
+    s.set_defaults(func=cmd_sync)
+    st = sub.add_parser("status", help="what is materialized")
+    st.set_defaults(func=cmd_status)
+    rd = sub.add_parser("realdata", help="analyses of the real public data in ../shared/data")
+    rd.add_argument("what", choices=["overlap", "metabench"])
+    rd.add_argument("--data", help="path to shared/data")
+    rd.set_defaults(func=cmd_realdata)
+    dv = sub.add_parser("dev", help="start the Dagster UI (binds 127.0.0.1 unless told otherwise)")
+    dv.add_argument("--host", default="127.0.0.1")
+    dv.add_argument("--port", type=int, default=3000)
+    dv.set_defaults(func=cmd_dev)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "storage", None) is None:
+        args.storage = None
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,157 @@
+"""Benchmarks: the catalog (family, format, function), the score table, items per benchmark."""
+
+import hashlib
+
+import dagster as dg
+
+from sigmap_assets.metadata import md_table
+from sigmap_assets.partitions import benchmarks_partitions
+from sigmap_assets.resources import SigmapStorage, WorldResource
+from sigmap_assets.tables import write_json, write_parquet
+
+
+class ScoresConfig(dg.Config):
+    min_models: int = 5
+    """Benchmarks scored for fewer registry models are dropped (with a warning in metadata)."""
+    strict: bool = False
+    """Turn the min_models warning into an error."""
+
+
+@dg.asset(group_name="benchmarks", deps=["model_zoo"], kinds={"parquet"})
+def benchmark_catalog(context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+    """Family, format and function of every benchmark (catalog.yaml); adds `benchmarks` partitions."""
+    import polars as pl
+
+    from sigmap_lib.catalog import read_catalog
+
+    path = world.file("catalog.yaml")
+    catalog = read_catalog(path)
+    rows = [
+        {
+            "benchmark": b.name,
+            "key": b.slug,
+            "family": b.family,
+            "format": b.format,
+            "function": b.function,
+            "score_low": b.score_range[0] if b.score_range else None,
+            "score_high": b.score_range[1] if b.score_range else None,
+            "items": str(b.items) if b.items else None,
+            "responses": str(b.responses) if b.responses else None,
+        }
+        for b in catalog.values()
+    ]
+    write_parquet(pl.DataFrame(rows, infer_schema_length=None), storage.path("tables", "benchmark_catalog.parquet"))
+    existing = set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
+    new = [r["key"] for r in rows if r["key"] not in existing]
+    if new:
+        context.instance.add_dynamic_partitions(benchmarks_partitions.name, new)
+    fp = hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
+    return dg.MaterializeResult(
+        metadata={
+            "catalog": dg.MetadataValue.path(str(path)),
+            "benchmarks": len(rows),
+            "new_partitions": dg.MetadataValue.json(new),
+            "functions": dg.MetadataValue.json(sorted({r["function"] for r in rows})),
+            "table": dg.MetadataValue.md(md_table(rows, ["benchmark", "family", "format", "function"], max_rows=100)),
+        },
+        data_version=dg.DataVersion(fp),
+    )
+
+
+@dg.asset(group_name="benchmarks", deps=[benchmark_catalog, "model_registry"], kinds={"parquet"})
+def benchmark_scores(config: ScoresConfig, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+    """Models × benchmarks scores from the world's sources, validated and matched to the registry.
+
+    Sources: `scores.yaml` in the world (a list of specs: leaderboard CSVs, long/wide
+    tables, lm-evaluation-harness result folders) if present, else `scores.csv` (wide).
+    """
+    import polars as pl
+    import yaml
+
+    from sigmap_lib.catalog import benchmark_slug, read_catalog
+    from sigmap_lib.registry import read_registry
+    from sigmap_lib.scores import apply_model_match, match_models, read_score_sources
+
+    catalog = read_catalog(world.file("catalog.yaml"))
+    sources_file = world.file("scores.yaml")
+    if sources_file.exists():
+        specs = (yaml.safe_load(sources_file.read_text()) or {}).get("sources", [])
+        base = sources_file.parent
+    else:
+        specs = [{"kind": "wide", "path": str(world.file("scores.csv"))}]
+        base = world.root()
+    long, validation = read_score_sources(
+        specs, catalog=catalog, min_models=config.min_models, strict=config.strict, base_dir=base
+    )
+    specs_reg = read_registry(world.file("models.yaml"))
+    match = match_models(long["model"].unique().to_list(), [s.id for s in specs_reg])
+    matched = apply_model_match(long, match, drop_unmatched=False)
+    keys = {s.id: s.key for s in specs_reg}
+    table = matched.with_columns(
+        pl.col("model").replace_strict(keys, default=None).alias("model_key"),
+        pl.col("benchmark").map_elements(benchmark_slug, return_dtype=pl.String).alias("benchmark_key"),
+    ).select("model", "model_key", "benchmark", "benchmark_key", "score")
+    out = write_parquet(table, storage.path("tables", "benchmark_scores.parquet"))
+    write_json({"validation": validation.to_metadata(), "match": match.to_metadata()}, storage.path("tables", "benchmark_scores.json"))
+    summary = (
+        table.group_by("benchmark")
+        .agg(pl.len().alias("models"), pl.col("score").mean().alias("mean"), pl.col("score").std().alias("sd"),
+             pl.col("score").min().alias("min"), pl.col("score").max().alias("max"))
+        .sort("benchmark")
+    )
+    fp = hashlib.sha256(table.sort("model", "benchmark").write_csv().encode()).hexdigest()[:16]
+    return dg.MaterializeResult(
+        metadata={
+            "table": dg.MetadataValue.path(str(out)),
+            "scores": table.height,
+            "models_matched": len(match.mapping),
+            "unmatched_score_models": dg.MetadataValue.json(match.unmatched_scores[:200]),
+            "registry_models_without_scores": dg.MetadataValue.json(match.unmatched_registry),
+            "warnings": dg.MetadataValue.json(validation.warnings),
+            "dropped_benchmarks": dg.MetadataValue.json(validation.dropped_benchmarks),
+            "per_benchmark": dg.MetadataValue.md(md_table(summary.to_dicts(), max_rows=100)),
+        },
+        data_version=dg.DataVersion(fp),
+    )
+
+
+@dg.asset(
+    group_name="benchmarks",
+    partitions_def=benchmarks_partitions,
+    deps=[benchmark_catalog],
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    kinds={"parquet"},
+)
+def benchmark_items(context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+    """Question texts and (where available) item-level 0/1 responses of each benchmark."""
+    import polars as pl
+
+    from sigmap_lib.catalog import read_catalog
+    from sigmap_lib.items import read_questions, read_responses
+
+    catalog = {b.slug: b for b in read_catalog(world.file("catalog.yaml")).values()}
+    rows = []
+    for key in context.partition_keys:
+        if key not in catalog:
+            raise dg.Failure(f"benchmark partition {key!r} is not in {world.file('catalog.yaml')}")
+        b = catalog[key]
+        out_dir = storage.path("items", key)
+        row = {"benchmark": b.name, "questions": 0, "models": 0, "items_with_responses": 0}
+        if b.items:
+            q = read_questions(b.items)
+            write_parquet(q, out_dir / "questions.parquet")
+            row["questions"] = q.height
+        if b.responses:
+            r = read_responses(b.responses)
+            frame = pl.DataFrame({"model": r.models}).hstack(
+                pl.DataFrame(r.matrix, schema=list(r.item_ids), orient="row")
+            )
+            write_parquet(frame, out_dir / "responses.parquet")
+            row["models"] = len(r.models)
+            row["items_with_responses"] = len(r.item_ids)
+            row["mean_correct"] = float(r.matrix.mean())
+        write_json(row, out_dir / "summary.json")
+        rows.append(row)
+    return dg.MaterializeResult(
+        metadata={"benchmarks": len(rows), "items": dg.MetadataValue.md(md_table(rows, max_rows=100))}
+    )

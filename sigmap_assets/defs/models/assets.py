@@ -1,0 +1,196 @@
+"""Models: the registry, per-model per-unit NLL (the GPU step) and the rank matrix."""
+
+
+import hashlib
+import json
+import time
+
+import dagster as dg
+
+from sigmap_assets.automation import aggregate_condition
+from sigmap_assets.metadata import md_table
+from sigmap_assets.partitions import models_partitions
+from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
+
+GPU_OP_TAGS = {
+    "dagster-k8s/config": {
+        "container_config": {"resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}},
+        "pod_spec_config": {"node_selector": {"sigmap/accelerator": "gpu"}},
+    }
+}
+
+
+@dg.asset(group_name="models", deps=["model_zoo"], kinds={"parquet"})
+def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+    """The models of the registry (`models.yaml`): raw id, partition key, family, size, revision."""
+    import polars as pl
+
+    from sigmap_lib.registry import read_registry
+
+    path = world.file("models.yaml")
+    specs = read_registry(path)
+    rows = [
+        {
+            "model": s.id,
+            "key": s.key,
+            "path": str(s.path) if s.path else None,
+            "revision": s.revision,
+            "family": s.family,
+            "n_params": s.n_params,
+            "dtype": s.dtype,
+            "nll_source": str(s.nll_source) if s.nll_source else None,
+        }
+        for s in specs
+    ]
+    table = pl.DataFrame(rows, infer_schema_length=None)
+    out = storage.local_dir("tables") / "model_registry.parquet"
+    tmp = out.with_suffix(".tmp.parquet")
+    table.write_parquet(tmp)
+    tmp.replace(out)
+    fp = hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return dg.MaterializeResult(
+        metadata={
+            "registry": dg.MetadataValue.path(str(path)),
+            "models": len(rows),
+            "families": len({r["family"] for r in rows}),
+            "table": dg.MetadataValue.md(
+                md_table(rows, ["model", "key", "family", "n_params", "revision", "dtype"], max_rows=60)
+            ),
+        },
+        data_version=dg.DataVersion(fp),
+    )
+
+
+def registry_specs(world: WorldResource) -> list:
+    """The registry entries, read from the world's models.yaml (the source of truth)."""
+    from sigmap_lib.registry import read_registry
+
+    return read_registry(world.file("models.yaml"))
+
+
+def registry_row(world: WorldResource, key: str):
+    path = world.file("models.yaml")
+    for spec in registry_specs(world):
+        if spec.key == key:
+            return spec
+    raise dg.Failure(
+        f"model partition {key!r} is not in the registry {path} "
+        "(removed from models.yaml? its stored NLL is kept but no longer refreshed)"
+    )
+
+
+def nll_store_dir(storage: SigmapStorage, corpus_fingerprint: str, key: str):
+    return storage.path("nll", corpus_fingerprint[:12], key)
+
+
+@dg.asset(
+    group_name="models",
+    partitions_def=models_partitions,
+    deps=["corpus_units", model_registry],
+    kinds={"pytorch", "zarr"},
+    pool="gpu",
+    op_tags=GPU_OP_TAGS,
+    backfill_policy=dg.BackfillPolicy.multi_run(1),
+    automation_condition=dg.AutomationCondition.on_missing(),
+    description=(
+        "Per-unit NLL (nats) of one model over the whole corpus, a zarr array written shard by "
+        "shard (each shard committed atomically with a checksum): an interrupted run resumes, "
+        "a finished one is a no-op. Runs in the `gpu` pool; carries k8s GPU op tags."
+    ),
+)
+def token_nll(
+    context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource, compute: ComputeResource
+) -> dg.MaterializeResult:
+    from sigmap_lib.corpus import CorpusStore
+
+    key = context.partition_key
+    spec = registry_row(world, key)
+    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    out = nll_store_dir(storage, corpus.fingerprint, key)
+    t0 = time.perf_counter()
+    if spec.nll_source:
+        from sigmap_lib.store import import_nll
+
+        stats = import_nll(spec.nll_source, corpus, out, model_id=spec.id)
+    else:
+        from sigmap_lib.perplexity import load_model, score_corpus
+
+        if compute.threads:
+            import torch
+
+            torch.set_num_threads(compute.threads)
+        model, tokenizer = load_model(
+            str(spec.path or spec.id), device=compute.device, dtype=compute.dtype, revision=spec.revision
+        )
+
+        def progress(done: int, total: int) -> None:
+            context.log.info(f"{spec.id}: shard {done}/{total}")
+
+        stats = score_corpus(model, tokenizer, corpus, out, progress=progress, batch_tokens=compute.batch_tokens)
+    stats = dict(stats)
+    stats["seconds"] = round(time.perf_counter() - t0, 2)
+    meta = {"model": spec.id, "store": dg.MetadataValue.path(str(out))}
+    for k, v in stats.items():
+        if isinstance(v, (int, float, str, bool)):
+            meta[k] = v
+    return dg.MaterializeResult(metadata=meta)
+
+
+@dg.asset(
+    group_name="models",
+    deps=[dg.AssetDep(token_nll, partition_mapping=dg.AllPartitionMapping())],
+    kinds={"zarr"},
+    automation_condition=aggregate_condition(),
+    description=(
+        "Unit-major (n_units, n_models) rank matrix over every model whose NLL is complete, plus "
+        "per-model bits-per-byte mean/sd. Never waits for missing or failed models; rebuilt when "
+        "the set of complete models changes."
+    ),
+)
+def nll_ranks(context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
+
+    from sigmap_lib.corpus import CorpusStore
+    from sigmap_lib.ranks import RankStore, build_rank_store
+    from sigmap_lib.store import NLLStore
+
+    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    complete, missing = [], []
+    for spec in registry_specs(world):
+        d = nll_store_dir(storage, corpus.fingerprint, spec.key)
+        if d.exists() and NLLStore.open(d).is_complete():
+            complete.append({"model": spec.id, "key": spec.key})
+        else:
+            missing.append(spec.id)
+    if len(complete) < 3:
+        raise dg.Failure(
+            f"only {len(complete)} model(s) have complete NLL ({[r['model'] for r in complete]}); "
+            "rank statistics need at least 3"
+        )
+    keys = [r["key"] for r in complete]
+    ident = hashlib.sha256(("|".join(keys) + corpus.fingerprint).encode()).hexdigest()[:16]
+    out = storage.path("ranks", ident)
+    reused = out.exists()
+    if reused:
+        ranks = RankStore.open(out)
+    else:
+        arrays = [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)).array for k in keys]
+        ranks = build_rank_store(arrays, keys, corpus.unit_nbytes, out)
+    current = storage.path("ranks", "CURRENT")
+    tmp = current.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"dir": ident, "models": keys, "raw_ids": [r["model"] for r in complete]}))
+    tmp.replace(current)
+    table = [
+        {"model": r["model"], "bpb_mean": float(m), "bpb_sd": float(s)}
+        for r, m, s in zip(complete, ranks.bpb_mean, ranks.bpb_sd)
+    ]
+    return dg.MaterializeResult(
+        metadata={
+            "models_used": len(keys),
+            "models_missing": dg.MetadataValue.json(missing),
+            "units": ranks.n_units,
+            "reused": reused,
+            "store": dg.MetadataValue.path(str(out)),
+            "bits_per_byte": dg.MetadataValue.md(md_table(sorted(table, key=lambda r: r["bpb_mean"]), max_rows=64)),
+        },
+        data_version=dg.DataVersion(ident),
+    )

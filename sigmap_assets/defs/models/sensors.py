@@ -1,0 +1,53 @@
+"""The new-model sensor: registry entries become `models` partitions and `token_nll` runs."""
+
+
+import json
+
+import dagster as dg
+
+from sigmap_assets.partitions import models_partitions
+from sigmap_assets.registry_sync import plan_model_sync
+from sigmap_assets.resources import WorldResource
+
+
+@dg.sensor(
+    name="new_model_sensor",
+    target=dg.AssetSelection.assets("token_nll", "model_registry"),
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description=(
+        "Reads models.yaml; in one tick adds a `models` partition for every new model and "
+        "requests its token_nll run (run_key per model: idempotent). Removing a model from the "
+        "file never deletes its partition or data."
+    ),
+)
+def new_model_sensor(context: dg.SensorEvaluationContext, world: WorldResource) -> dg.SensorResult | dg.SkipReason:
+    path = world.file("models.yaml")
+    if not path.exists():
+        return dg.SkipReason(f"no registry at {path} yet (materialize model_zoo or write models.yaml)")
+    existing = set(context.instance.get_dynamic_partitions(models_partitions.name))
+    plan = plan_model_sync(path, existing)
+    cursor = json.dumps(sorted(set(plan.known_keys) | existing))
+    if not plan.new_keys:
+        return dg.SensorResult(skip_reason=f"{len(plan.known_keys)} models, none new", cursor=cursor)
+    context.log.info(f"new models: {', '.join(plan.raw_ids[k] for k in plan.new_keys)}")
+    registry_run = dg.RunRequest(
+        asset_selection=[dg.AssetKey("model_registry")],
+        run_key=f"model_registry:{','.join(sorted(plan.known_keys))}",
+    )
+    return dg.SensorResult(
+        dynamic_partitions_requests=[models_partitions.build_add_request(plan.new_keys)],
+        run_requests=[
+            registry_run,
+            *(
+                dg.RunRequest(
+                    asset_selection=[dg.AssetKey("token_nll")],
+                    partition_key=k,
+                    run_key=f"token_nll:{k}",
+                    tags={"sigmap/model": plan.raw_ids[k]},
+                )
+                for k in plan.new_keys
+            ),
+        ],
+        cursor=cursor,
+    )

@@ -1,0 +1,226 @@
+"""`sigmap demo` / `sigmap run`: materialize the whole graph in dependency order, in-process,
+into the persistent Dagster instance (so every materialization is visible in the UI).
+
+A step is skipped when the data versions of everything upstream are the ones it last ran
+on (recorded under ``<storage>/.sigmap/steps.json``): a re-run with nothing new only
+re-checks the world, then stops. Progress shows the stage, the partition and an ETA from
+the previous run's durations (or built-in estimates on the first run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+
+from sigmap_assets.partitions import benchmarks_partitions, models_partitions
+
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
+@dataclass(frozen=True)
+class Step:
+    """One unit of demo work: some assets, for no partition / each model / a benchmark range."""
+
+    stage: str
+    assets: tuple[str, ...]
+    partitions: str = "none"  # none | models (one run per model) | benchmarks (one range run)
+    always: bool = False  # roots that must re-read their sources every time
+    estimate_s: float = 5.0  # first-run guess for the ETA
+
+
+STEPS: tuple[Step, ...] = (
+    Step("world", ("model_zoo",), always=True, estimate_s=420.0),
+    Step("corpus", ("corpus_manifest", "corpus_units"), estimate_s=15.0),
+    Step("registry", ("model_registry", "benchmark_catalog"), estimate_s=4.0),
+    Step("scores", ("benchmark_scores",), estimate_s=4.0),
+    Step("perplexity", ("token_nll",), partitions="models", estimate_s=12.0),
+    Step("ranks", ("nll_ranks",), estimate_s=10.0),
+    Step("items", ("benchmark_items",), partitions="benchmarks", estimate_s=5.0),
+    Step("screening", ("screened_candidates",), partitions="benchmarks", estimate_s=10.0),
+    Step("signatures", ("signatures",), partitions="benchmarks", estimate_s=30.0),
+    Step("overlap", ("performance_overlap", "semantic_overlap", "signature_overlap"), estimate_s=40.0),
+    Step("report", ("overlap_report",), estimate_s=60.0),
+    Step("metabench pool", ("irt_item_pool",), partitions="benchmarks", estimate_s=20.0),
+    Step("metabench fits", ("irt_fits",), partitions="benchmarks", estimate_s=60.0),
+    Step("metabench selection", ("metabench_selection",), partitions="benchmarks", estimate_s=60.0),
+    Step("metabench", ("metabench",), estimate_s=30.0),
+)
+
+
+def _fmt_s(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds // 60}:{seconds % 60:02d}"
+
+
+class Progress:
+    """One line per event on stderr: stage, partition, elapsed and ETA."""
+
+    def __init__(self, total_estimate: float, stream=sys.stderr) -> None:
+        self.t0 = time.perf_counter()
+        self.remaining = total_estimate
+        self.stream = stream
+
+    def line(self, stage: str, what: str) -> None:
+        el = time.perf_counter() - self.t0
+        print(f"[{_fmt_s(el)} elapsed · ETA {_fmt_s(self.remaining)}] {stage:<20} {what}", file=self.stream, flush=True)
+
+    def consumed(self, estimate: float) -> None:
+        self.remaining = max(0.0, self.remaining - estimate)
+
+
+def _latest_versions(instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str] | None) -> list[str]:
+    if partitions is None:
+        ev = instance.get_latest_materialization_event(key)
+        if ev is None or ev.asset_materialization is None:
+            return [f"{key.to_user_string()}:missing"]
+        return [f"{key.to_user_string()}:{ev.asset_materialization.tags.get('dagster/data_version', ev.run_id)}"]
+    out = []
+    for p in partitions:
+        recs = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, asset_partitions=[p]), limit=1).records
+        if not recs or recs[0].asset_materialization is None:
+            out.append(f"{key.to_user_string()}[{p}]:missing")
+        else:
+            tags = recs[0].asset_materialization.tags
+            out.append(f"{key.to_user_string()}[{p}]:{tags.get('dagster/data_version', recs[0].run_id)}")
+    return out
+
+
+class DemoRunner:
+    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, state_path: Path,
+                 log: Callable[[str], None] | None = None) -> None:
+        self.defs = defs
+        self.instance = instance
+        self.state_path = state_path
+        self.graph = defs.resolve_asset_graph()
+        self.assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
+        self.resources = defs.resources or {}
+        self.state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+
+    # -- bookkeeping ------------------------------------------------------------------
+    def _save(self) -> None:
+        self.state_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.state_path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.state, indent=1, sort_keys=True))
+        tmp.replace(self.state_path)
+
+    def _partitions(self, name: str) -> list[str]:
+        return list(self.instance.get_dynamic_partitions(name))
+
+    def _signature(self, asset: str, partition: str | None) -> str:
+        node = self.graph.get(dg.AssetKey(asset))
+        parts: list[str] = []
+        for parent in sorted(node.parent_keys, key=lambda k: k.to_user_string()):
+            pdef = self.graph.get(parent).partitions_def
+            if pdef is None:
+                parts += _latest_versions(self.instance, parent, None)
+            elif partition is not None and pdef == node.partitions_def:
+                parts += _latest_versions(self.instance, parent, [partition])
+            else:
+                parts += _latest_versions(self.instance, parent, self._partitions(pdef.name))
+        own = _latest_versions(self.instance, dg.AssetKey(asset), None if partition is None else [partition])
+        return hashlib.sha256("|".join(parts + own).encode()).hexdigest()[:20]
+
+    def _materialize(self, assets: Sequence[str], partition: str | None = None,
+                     prange: tuple[str, str] | None = None) -> float:
+        tags = {"sigmap/launched_by": "sigmap demo"}
+        if prange:
+            tags |= {"dagster/asset_partition_range_start": prange[0], "dagster/asset_partition_range_end": prange[1]}
+        t0 = time.perf_counter()
+        result = dg.materialize(
+            self.assets, selection=list(assets), instance=self.instance, resources=self.resources,
+            partition_key=partition, tags=tags, run_config=QUIET_RUN_CONFIG, raise_on_error=False,
+        )
+        if not result.success:
+            failures = [
+                f"{ev.step_key}: {ev.event_specific_data.error.message.strip() if ev.event_specific_data and ev.event_specific_data.error else ev.message}"
+                for ev in result.all_events if ev.is_step_failure
+            ]
+            raise RuntimeError(f"materializing {', '.join(assets)} failed:\n  " + "\n  ".join(failures))
+        return time.perf_counter() - t0
+
+    # -- partitions ---------------------------------------------------------------------
+    def sync_partitions(self) -> None:
+        from sigmap_assets.registry_sync import plan_benchmark_sync, plan_model_sync
+
+        world = self.resources["world"]
+        for pdef, plan_fn, fname in (
+            (models_partitions, plan_model_sync, "models.yaml"),
+            (benchmarks_partitions, plan_benchmark_sync, "catalog.yaml"),
+        ):
+            plan = plan_fn(world.file(fname), set(self._partitions(pdef.name)))
+            if plan.new_keys:
+                self.instance.add_dynamic_partitions(pdef.name, plan.new_keys)
+                self.log(f"added {len(plan.new_keys)} {pdef.name} partitions")
+
+    def _keys_for(self, step: Step) -> list[str]:
+        if step.partitions == "models":
+            from sigmap_lib.registry import read_registry
+
+            return [s.key for s in read_registry(self.resources["world"].file("models.yaml"))]
+        from sigmap_lib.catalog import benchmark_slug, read_catalog
+
+        return [benchmark_slug(n) for n in read_catalog(self.resources["world"].file("catalog.yaml"))]
+
+    # -- the run -----------------------------------------------------------------------
+    def run(self, steps: Sequence[Step] = STEPS) -> dict:
+        durations = self.state.get("durations", {})
+        estimate = sum(durations.get(s.stage, s.estimate_s * (16 if s.partitions == "models" else 1)) for s in steps)
+        prog = Progress(estimate)
+        summary = {"ran": [], "skipped": []}
+        for i, step in enumerate(steps, 1):
+            t_stage = time.perf_counter()
+            expected = durations.get(step.stage, step.estimate_s * (16 if step.partitions == "models" else 1))
+            label = f"{i}/{len(steps)} {step.stage}"
+            if step.partitions == "none":
+                sig = "|".join(self._signature(a, None) for a in step.assets)
+                sigs = self.state.setdefault("signatures", {})
+                if not step.always and sigs.get(step.stage) == sig:
+                    prog.line(label, f"{', '.join(step.assets)}: up to date")
+                    summary["skipped"].append(step.stage)
+                else:
+                    prog.line(label, f"materializing {', '.join(step.assets)}")
+                    self._materialize(step.assets)
+                    sigs[step.stage] = "|".join(self._signature(a, None) for a in step.assets)
+                    summary["ran"].append(step.stage)
+                if step.stage == "registry":
+                    self.sync_partitions()
+            elif step.partitions == "models":
+                keys = self._keys_for(step)
+                sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
+                todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
+                for j, k in enumerate(todo, 1):
+                    prog.line(label, f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} models)")
+                    self._materialize(step.assets, partition=k)
+                    sigs[k] = self._signature(step.assets[0], k)
+                    self._save()
+                if not todo:
+                    prog.line(label, f"{step.assets[0]}: all {len(keys)} models up to date")
+                (summary["ran"] if todo else summary["skipped"]).append(step.stage)
+            else:
+                keys = self._keys_for(step)
+                sigs = self.state.setdefault("signatures", {})
+                sig = "|".join(self._signature(step.assets[0], k) for k in keys)
+                if sigs.get(step.stage) == sig:
+                    prog.line(label, f"{step.assets[0]}: all {len(keys)} benchmarks up to date")
+                    summary["skipped"].append(step.stage)
+                else:
+                    prog.line(label, f"{step.assets[0]} · {len(keys)} benchmarks in one run ({keys[0]}…{keys[-1]})")
+                    self._materialize(step.assets, prange=(keys[0], keys[-1]))
+                    sigs[step.stage] = "|".join(self._signature(step.assets[0], k) for k in keys)
+                    summary["ran"].append(step.stage)
+            took = time.perf_counter() - t_stage
+            if step.stage in summary["ran"]:
+                durations[step.stage] = took
+            prog.consumed(expected)
+            self.state["durations"] = durations
+            self._save()
+        summary["seconds"] = round(time.perf_counter() - prog.t0, 1)
+        return summary

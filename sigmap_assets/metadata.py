@@ -1,0 +1,55 @@
+"""Helpers that turn results into Dagster metadata the UI renders well."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+
+def fmt(value: Any) -> str:
+    if isinstance(value, float):
+        if value != value:  # NaN
+            return "–"
+        return f"{value:.4g}"
+    return str(value)
+
+
+def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, max_rows: int = 30) -> str:
+    """A markdown table of ``rows`` (list of dicts), truncated to ``max_rows`` with a note."""
+    rows = list(rows)
+    if not rows:
+        return "_(empty)_"
+    cols = list(columns or rows[0].keys())
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for row in rows[:max_rows]:
+        out.append("| " + " | ".join(fmt(row.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in cols) + " |")
+    if len(rows) > max_rows:
+        out.append(f"\n_… {len(rows) - max_rows} more rows not shown_")
+    return "\n".join(out)
+
+
+def frame_rows(df: Any) -> list[dict[str, Any]]:
+    """Rows of a polars or pandas frame as dicts."""
+    if hasattr(df, "to_dicts"):
+        return df.to_dicts()
+    return df.to_dict(orient="records")
+
+
+def image_md(path: str | Path, title: str = "") -> str:
+    """Markdown that shows a PNG inline in the Dagster UI (embedded as a data URI)."""
+    data = base64.b64encode(Path(path).read_bytes()).decode()
+    return f"**{title}**\n\n![{title}](data:image/png;base64,{data})" if title else f"![plot](data:image/png;base64,{data})"
+
+
+def plot_metadata(paths: Mapping[str, str | Path]) -> dict[str, dg.MetadataValue]:
+    """For each titled PNG: an inline markdown preview and the file path."""
+    meta: dict[str, dg.MetadataValue] = {}
+    for title, p in paths.items():
+        key = title.lower().replace(" ", "_")
+        meta[f"plot_{key}"] = dg.MetadataValue.md(image_md(p, title))
+        meta[f"plot_{key}_path"] = dg.MetadataValue.path(str(p))
+    return meta

@@ -1,0 +1,151 @@
+"""Resources: every external thing the assets touch goes through one of these."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+import yaml
+from pydantic import Field
+
+DEFAULT_STORAGE_ENV = "SIGMAP_STORAGE"
+PROJECT_CONFIG_NAME = "sigmap.yaml"
+
+
+def default_storage_root() -> str:
+    """``$SIGMAP_STORAGE`` or ``./storage`` (absolute), the local data root."""
+    env = os.environ.get(DEFAULT_STORAGE_ENV)
+    if env:
+        return env
+    return str(Path.cwd() / "storage")
+
+
+def read_project_config(root: str) -> dict[str, Any]:
+    """The project settings persisted by ``sigmap`` under the storage root (may be empty)."""
+    if "://" in root and not root.startswith("file://"):
+        return {}
+    path = Path(root.removeprefix("file://")) / PROJECT_CONFIG_NAME
+    if not path.exists():
+        return {}
+    with path.open() as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+    return data
+
+
+def write_project_config(root: str, **settings: Any) -> Path:
+    """Merge ``settings`` into ``<root>/sigmap.yaml`` (atomic write)."""
+    path = Path(root) / PROJECT_CONFIG_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = read_project_config(root)
+    data.update({k: v for k, v in settings.items() if v is not None})
+    tmp = path.with_suffix(".yaml.tmp")
+    tmp.write_text(yaml.safe_dump(data, sort_keys=True))
+    tmp.replace(path)
+    return path
+
+
+class SigmapStorage(dg.ConfigurableResource):
+    """The data root: ``storage/`` by default, or any fsspec URL (``s3://``, ``gs://``,
+    ``memory://``) at scale. Every stored path is built here."""
+
+    root: str = Field(default_factory=default_storage_root, description="Local path or fsspec URL.")
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.root or self.root.startswith("file://")
+
+    def path(self, *parts: str):
+        """A path under the root: ``pathlib.Path`` when local, else ``upath.UPath``."""
+        if self.is_local:
+            base = Path(self.root.removeprefix("file://")).expanduser().resolve()
+            return base.joinpath(*parts)
+        from upath import UPath
+
+        return UPath(self.root).joinpath(*parts)
+
+    def local_dir(self, *parts: str) -> Path:
+        """A local directory under the root (created). Raises for remote roots."""
+        if not self.is_local:
+            raise ValueError(f"storage root {self.root!r} is not local; {'/'.join(parts)} needs a local path")
+        p = self.path(*parts)
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+    # Well-known locations -------------------------------------------------------------
+    def corpus_dir(self) -> Path:
+        return self.path("corpus")
+
+    def nll_dir(self, model_key: str):
+        return self.path("nll", model_key)
+
+    def ranks_dir(self):
+        return self.path("ranks")
+
+    def tables_dir(self):
+        return self.path("tables")
+
+    def benchmark_dir(self, kind: str, bench_key: str):
+        return self.path(kind, bench_key)
+
+    def plots_dir(self) -> Path:
+        return self.local_dir("plots")
+
+    def reports_dir(self) -> Path:
+        return self.local_dir("reports")
+
+
+class WorldResource(dg.ConfigurableResource):
+    """Where the inputs come from: the embedded zoo (default), the synthetic planted-truth
+    world, or a user's world folder (see docs/FORMATS.md).
+
+    ``kind`` is ``zoo``, ``synthetic`` or ``folder``; ``path`` is the folder for
+    ``folder`` (and where zoo/synthetic worlds are built; default
+    ``<storage>/worlds/<kind>``). Unset fields fall back to ``<storage>/sigmap.yaml``
+    (written by ``sigmap demo --world ...``) and then to the zoo.
+    """
+
+    storage: SigmapStorage
+    kind: str = ""
+    path: str = ""
+    quick: bool = False
+    seed: int = 0
+
+    @property
+    def storage_root(self) -> str:
+        return self.storage.root
+
+    def resolved_kind(self) -> str:
+        kind = self.kind or read_project_config(self.storage_root).get("world", "zoo")
+        if kind not in {"zoo", "synthetic", "folder"}:
+            raise ValueError(f"world kind must be zoo, synthetic or folder, got {kind!r}")
+        return kind
+
+    def resolved_quick(self) -> bool:
+        return self.quick or bool(read_project_config(self.storage_root).get("world_quick", False))
+
+    def root(self) -> Path:
+        if self.path:
+            return Path(self.path).expanduser().resolve()
+        cfg_path = read_project_config(self.storage_root).get("world_path")
+        kind = self.resolved_kind()
+        if cfg_path:
+            return Path(cfg_path).expanduser().resolve()
+        if kind == "folder":
+            raise ValueError("world kind 'folder' needs a path (WorldResource.path or world_path in sigmap.yaml)")
+        return Path(self.storage_root).expanduser().resolve() / "worlds" / kind
+
+    def file(self, name: str) -> Path:
+        return self.root() / name
+
+
+class ComputeResource(dg.ConfigurableResource):
+    """Where the forward passes run: device (``auto`` = cuda > mps > cpu), dtype and threads."""
+
+    device: str = "auto"
+    dtype: str = "auto"
+    threads: int = 0
+    batch_tokens: int = 16384

@@ -1,0 +1,397 @@
+"""Unidimensional dichotomous IRT (2PL/3PL/4PL): fitting via ``mirt``, scoring, information.
+
+Conventions
+-----------
+Item parameters are a :class:`pandas.DataFrame` indexed by item id with columns
+``a1, d, g, u, b`` in mirt's slope-intercept form::
+
+    P(correct | theta) = g + (u - g) / (1 + exp(-(a1 * theta + d))),   b = -d / a1
+
+2PL rows have ``g = 0, u = 1``; 3PL frees ``g``; 4PL frees ``g`` and ``u``.
+Response matrices are ``(n_models, n_items)`` with values 0/1 (NaN = not answered).
+Ability grids / vectors ``theta`` are 1-D; probability and information matrices are
+``(n_theta, n_items)``.
+
+Fitting uses the PyPI package ``mirt`` (EM, standard normal latent density). Its EM
+box-constrains slopes to [0.1, 5] and difficulties to [-6, 6], and its native 2PL fast
+path hard-codes those bounds. R's mirt (the original metabench pipeline) is unbounded:
+real benchmark items have slopes from -8.5 to 55. :func:`fit_irt` therefore widens the
+box for the duration of the fit and passes start values (which routes 2PL through the
+generic EM that honours the box), with the slope's start sign taken from the item-total
+correlation so that negatively discriminating items converge to negative slopes.
+
+Scoring of NEW response matrices with fixed parameters (MAP, EAP, EAPsum) is done here
+in NumPy on a quadrature grid with a standard normal prior (vectorised over models).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from sigmap_lib.errors import SigmapInputError
+
+IRT_MODELS: tuple[str, ...] = ("2PL", "3PL", "4PL")
+THETA_METHODS: tuple[str, ...] = ("MAP", "EAP", "EAPsum")
+PARAM_COLUMNS: list[str] = ["a1", "d", "g", "u", "b"]
+
+# Box used while fitting (R mirt is unbounded; these only stop divergence).
+WIDE_BOUNDS: dict[str, tuple[float, float]] = {
+    "discrimination": (-30.0, 60.0),
+    "difficulty": (-40.0, 40.0),
+    "guessing": (0.0, 0.9),
+    "upper": (0.1, 1.0),
+}
+
+
+@dataclass
+class IrtFit:
+    """Result of :func:`fit_irt`.
+
+    Attributes
+    ----------
+    params : DataFrame
+        Item parameters (index = item id, columns ``a1, d, g, u, b``).
+    model : str
+        ``"2PL"``, ``"3PL"`` or ``"4PL"``.
+    log_likelihood, n_iterations, converged
+        EM diagnostics from mirt.
+    """
+
+    params: pd.DataFrame
+    model: str
+    log_likelihood: float
+    n_iterations: int
+    converged: bool
+    extra: dict = field(default_factory=dict)
+
+
+def _as_matrix(responses: pd.DataFrame | np.ndarray, what: str) -> tuple[np.ndarray, list[str]]:
+    if isinstance(responses, pd.DataFrame):
+        items = [str(c) for c in responses.columns]
+        x = responses.to_numpy(dtype=float, na_value=np.nan)
+    else:
+        x = np.asarray(responses, dtype=float)
+        items = [f"item_{j}" for j in range(x.shape[1])] if x.ndim == 2 else []
+    if x.ndim != 2:
+        raise SigmapInputError(f"{what}: responses must be a 2-D (models x items) matrix, got shape {x.shape}")
+    finite = x[np.isfinite(x)]
+    if finite.size and not np.all((finite == 0) | (finite == 1)):
+        bad = np.unique(finite[(finite != 0) & (finite != 1)])[:5]
+        raise SigmapInputError(f"{what}: responses must be 0/1 (NaN = missing); found values {bad.tolist()}")
+    return x, items
+
+
+def validate_params(params: pd.DataFrame, what: str = "item parameters") -> pd.DataFrame:
+    """Check an item-parameter table and fill defaults (g=0, u=1, b=-d/a1)."""
+    if not isinstance(params, pd.DataFrame):
+        raise SigmapInputError(f"{what}: expected a DataFrame with columns a1, d[, g, u]")
+    missing = {"a1", "d"} - set(params.columns)
+    if missing:
+        raise SigmapInputError(f"{what}: missing columns {sorted(missing)}")
+    out = params.copy()
+    if "g" not in out:
+        out["g"] = 0.0
+    if "u" not in out:
+        out["u"] = 1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out["b"] = -out["d"] / out["a1"]
+    vals = out[["a1", "d", "g", "u"]].to_numpy(float)
+    if not np.all(np.isfinite(vals)):
+        raise SigmapInputError(f"{what}: non-finite a1/d/g/u values")
+    if np.any(out["g"] < 0) or np.any(out["u"] > 1) or np.any(out["g"] >= out["u"]):
+        raise SigmapInputError(f"{what}: need 0 <= g < u <= 1 for every item")
+    return out[PARAM_COLUMNS]
+
+
+@contextlib.contextmanager
+def _wide_mirt_bounds(bounds: dict[str, tuple[float, float]]) -> Iterator[None]:
+    """Temporarily widen mirt's EM parameter box (module-level table in mirt)."""
+    import mirt.estimation.base as mb
+
+    table = mb._ITEM_PARAMETER_BOUNDS
+    saved = dict(table)
+    table.update(bounds)
+    try:
+        yield
+    finally:
+        table.clear()
+        table.update(saved)
+
+
+def fit_irt(
+    responses: pd.DataFrame | np.ndarray,
+    model: str = "2PL",
+    *,
+    max_iter: int = 1000,
+    tol: float = 1e-4,
+    n_quadpts: int = 61,
+    benchmark: str = "benchmark",
+    bounds: dict[str, tuple[float, float]] | None = None,
+) -> IrtFit:
+    """Fit a unidimensional 2PL/3PL/4PL model by EM (standard normal latent density).
+
+    Parameters
+    ----------
+    responses : DataFrame or ndarray, shape (n_models, n_items)
+        0/1 responses; NaN = missing. DataFrame columns are the item ids.
+    model : {"2PL", "3PL", "4PL"}
+    max_iter, tol : EM cycle limit and convergence tolerance (mirt's EM criterion).
+    n_quadpts : quadrature points for the E-step.
+    benchmark : name used in error messages.
+    bounds : parameter box during fitting (default :data:`WIDE_BOUNDS`).
+
+    Returns
+    -------
+    IrtFit
+        ``params`` in slope-intercept form (``a1, d, g, u, b``), index = item ids.
+    """
+    import mirt
+
+    if model not in IRT_MODELS:
+        raise SigmapInputError(f"{benchmark}: unknown IRT model {model!r}; choose one of {IRT_MODELS}")
+    x, items = _as_matrix(responses, benchmark)
+    n, m = x.shape
+    if n < 20 or m < 2:
+        raise SigmapInputError(f"{benchmark}: need at least 20 models and 2 items to fit IRT, got {n} x {m}")
+    p = np.nanmean(x, axis=0)
+    if np.any(~np.isfinite(p)) or np.any(p <= 0) or np.any(p >= 1):
+        bad = [items[j] for j in np.where(~(np.isfinite(p) & (p > 0) & (p < 1)))[0][:5]]
+        raise SigmapInputError(f"{benchmark}: items with no variance (all 0 or all 1) cannot be fitted: {bad}")
+    # start values: slope sign from the item-rest correlation, difficulty from p
+    xf = np.where(np.isfinite(x), x, np.nanmean(x, axis=0))
+    total = xf.sum(axis=1)
+    rest = total[:, None] - xf
+    xc = xf - xf.mean(0)
+    rc = rest - rest.mean(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        r = (xc * rc).sum(0) / np.sqrt((xc**2).sum(0) * (rc**2).sum(0))
+    sign = np.where(np.nan_to_num(r) < -0.05, -1.0, 1.0)
+    a0 = sign * 1.0
+    pc = np.clip(p, 0.02, 0.98)
+    b0 = -np.log(pc / (1 - pc)) / (1.7 * a0)
+    start: dict[str, np.ndarray] = {"discrimination": a0, "difficulty": b0}
+    if model in ("3PL", "4PL"):
+        start["guessing"] = np.full(m, 0.05)
+    if model == "4PL":
+        start["upper"] = np.full(m, 0.98)
+    with _wide_mirt_bounds(bounds or WIDE_BOUNDS):
+        res = mirt.fit_mirt(
+            x,
+            model=model,
+            max_iter=int(max_iter),
+            tol=float(tol),
+            n_quadpts=int(n_quadpts),
+            compute_standard_errors=False,
+            start_values=start,
+            item_names=items,
+        )
+    pars = res.model.parameters
+    a = np.asarray(pars["discrimination"], float).reshape(m)
+    bb = np.asarray(pars["difficulty"], float).reshape(m)
+    g = np.asarray(pars.get("guessing", np.zeros(m)), float).reshape(m)
+    u = np.asarray(pars.get("upper", np.ones(m)), float).reshape(m)
+    params = pd.DataFrame({"a1": a, "d": -a * bb, "g": g, "u": u, "b": bb}, index=pd.Index(items, name="item"))
+    return IrtFit(
+        params=params,
+        model=model,
+        log_likelihood=float(res.log_likelihood),
+        n_iterations=int(res.n_iterations),
+        converged=bool(res.converged),
+    )
+
+
+def _arrays(params: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    p = validate_params(params)
+    return tuple(p[c].to_numpy(float) for c in ("a1", "d", "g", "u"))
+
+
+def item_probabilities(params: pd.DataFrame, theta: np.ndarray) -> np.ndarray:
+    """P(correct) for every theta and item, shape ``(n_theta, n_items)``."""
+    from scipy.special import expit
+
+    a, d, g, u = _arrays(params)
+    th = np.asarray(theta, float).reshape(-1)
+    return g + (u - g) * expit(np.outer(th, a) + d)
+
+
+def item_information(params: pd.DataFrame, theta_grid: np.ndarray) -> np.ndarray:
+    """Fisher information of every item on a grid, shape ``(n_grid, n_items)``.
+
+    Closed form for the 4PL (covers 2PL/3PL)::
+
+        I(theta) = a1^2 (P - g)^2 (u - P)^2 / ((u - g)^2 P (1 - P))
+
+    computed stably as ``a1^2 (u-g)^2 s^2 (1-s)^2 / (P (1-P))`` with ``s = logistic(a1 theta + d)``.
+    """
+    from scipy.special import expit
+
+    a, d, g, u = _arrays(params)
+    th = np.asarray(theta_grid, float).reshape(-1)
+    z = np.outer(th, a) + d
+    s = expit(z)
+    sc = expit(-z)
+    p = g + (u - g) * s
+    q = (1 - u) + (u - g) * sc  # 1 - P computed without cancellation
+    num = (a * (u - g) * s * sc) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        info = num / (p * q)
+    return np.nan_to_num(info, nan=0.0, posinf=0.0)
+
+
+def _loglik_grid(x: np.ndarray, params: pd.DataFrame, nodes: np.ndarray) -> np.ndarray:
+    """Log-likelihood of each response row at each node, shape ``(n_models, n_nodes)``."""
+    prob = np.clip(item_probabilities(params, nodes), 1e-12, 1 - 1e-12)  # (Q, m)
+    obs = np.isfinite(x)
+    x1 = np.where(obs, x, 0.0)
+    x0 = np.where(obs, 1.0 - x, 0.0)
+    return x1 @ np.log(prob).T + x0 @ np.log1p(-prob).T
+
+
+def estimate_theta(
+    params: pd.DataFrame,
+    responses: pd.DataFrame | np.ndarray,
+    method: str = "MAP",
+    *,
+    n_quadpts: int = 161,
+    bounds: tuple[float, float] = (-6.0, 6.0),
+    benchmark: str = "benchmark",
+) -> pd.DataFrame:
+    """Ability estimates for response rows given FIXED item parameters.
+
+    Parameters
+    ----------
+    params : DataFrame
+        Item parameters (index = item ids, columns ``a1, d[, g, u]``).
+    responses : DataFrame or ndarray, shape (n_models, n_items)
+        0/1 responses (NaN = missing). A DataFrame is aligned to ``params.index`` by
+        column name; an array must be in ``params`` order.
+    method : {"MAP", "EAP", "EAPsum"}
+        MAP: posterior mode under N(0, 1) (grid search then Fisher-scoring refinement,
+        clipped to ``bounds``); EAP: posterior mean over the quadrature grid;
+        EAPsum: posterior mean given only the sum score (Lord-Wingersky recursion).
+    n_quadpts : quadrature points on ``bounds``.
+
+    Returns
+    -------
+    DataFrame with columns ``theta`` and ``se`` (posterior SD for EAP/EAPsum,
+    1 / sqrt(test information + 1) for MAP), index = response row ids.
+    """
+    from scipy.stats import norm
+
+    if method not in THETA_METHODS:
+        raise SigmapInputError(f"{benchmark}: unknown theta method {method!r}; choose one of {THETA_METHODS}")
+    params = validate_params(params, f"{benchmark} item parameters")
+    if isinstance(responses, pd.DataFrame):
+        cols = [str(c) for c in responses.columns]
+        missing = [i for i in params.index.astype(str) if i not in set(cols)]
+        if missing:
+            raise SigmapInputError(f"{benchmark}: responses lack {len(missing)} scored items, e.g. {missing[:5]}")
+        idx = responses.index
+        resp = responses.copy()
+        resp.columns = cols
+        x, _ = _as_matrix(resp[list(params.index.astype(str))], benchmark)
+    else:
+        x, _ = _as_matrix(responses, benchmark)
+        idx = pd.RangeIndex(x.shape[0])
+        if x.shape[1] != len(params):
+            raise SigmapInputError(f"{benchmark}: responses have {x.shape[1]} items but params {len(params)}")
+    nodes = np.linspace(bounds[0], bounds[1], int(n_quadpts))
+    logprior = norm.logpdf(nodes)
+    if method == "EAPsum":
+        theta, se = _eapsum(x, params, nodes, logprior, benchmark)
+        return pd.DataFrame({"theta": theta, "se": se}, index=idx)
+    ll = _loglik_grid(x, params, nodes) + logprior
+    if method == "EAP":
+        w = np.exp(ll - ll.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        mean = w @ nodes
+        sd = np.sqrt(np.maximum(w @ nodes**2 - mean**2, 0.0))
+        return pd.DataFrame({"theta": mean, "se": sd}, index=idx)
+    theta = _map_refine(x, params, nodes[np.argmax(ll, axis=1)], bounds, nodes[1] - nodes[0])
+    info = item_information(params, theta)  # (n, m) but we need per-row observed items
+    tinfo = np.where(np.isfinite(x), info, 0.0).sum(axis=1)
+    return pd.DataFrame({"theta": theta, "se": 1.0 / np.sqrt(tinfo + 1.0)}, index=idx)
+
+
+def _map_refine(
+    x: np.ndarray, params: pd.DataFrame, start: np.ndarray, bounds: tuple[float, float], h: float
+) -> np.ndarray:
+    """Maximise log posterior per row from grid starts: safeguarded Newton within ±h."""
+    from scipy.special import expit
+
+    a, d, g, u = _arrays(params)
+    obs = np.isfinite(x)
+    x1 = np.where(obs, x, 0.0)
+    lo = np.maximum(start - h, bounds[0])
+    hi = np.minimum(start + h, bounds[1])
+    th = start.copy()
+
+    def grad_hess(t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        z = t[:, None] * a + d
+        s = expit(z)
+        sc = expit(-z)
+        p = np.clip(g + (u - g) * s, 1e-12, 1 - 1e-12)
+        q = np.clip((1 - u) + (u - g) * sc, 1e-12, 1)
+        dp = a * (u - g) * s * sc  # dP/dtheta
+        d2p = dp * a * (sc - s)  # d2P/dtheta2
+        # d/dθ log L_j = (x - P) P' / (P Q)
+        r = np.where(obs, (x1 - p) / (p * q), 0.0)
+        grad = (r * dp).sum(1) - t
+        # exact second derivative of x log P + (1-x) log Q
+        h2 = np.where(obs, x1 * (d2p / p - (dp / p) ** 2) + (1 - x1) * (-d2p / q - (dp / q) ** 2), 0.0)
+        hess = h2.sum(1) - 1.0
+        return grad, hess
+
+    for _ in range(50):
+        grad, hess = grad_hess(th)
+        step = np.where(hess < -1e-8, -grad / np.minimum(hess, -1e-8), np.sign(grad) * h / 4)
+        new = np.clip(th + step, lo, hi)
+        # bisection safeguard: shrink the bracket using the gradient sign
+        lo = np.where(grad > 0, np.maximum(lo, th), lo)
+        hi = np.where(grad < 0, np.minimum(hi, th), hi)
+        new = np.where((new <= lo) | (new >= hi), np.clip(0.5 * (lo + hi), lo, hi), new)
+        if np.max(np.abs(new - th)) < 1e-9:
+            th = new
+            break
+        th = new
+    return th
+
+
+def _eapsum(
+    x: np.ndarray, params: pd.DataFrame, nodes: np.ndarray, logprior: np.ndarray, benchmark: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """EAP given sum scores via the Lord-Wingersky recursion (complete responses only)."""
+    if not np.all(np.isfinite(x)):
+        raise SigmapInputError(f"{benchmark}: EAPsum needs complete responses (found missing values)")
+    prob = item_probabilities(params, nodes)  # (Q, m)
+    q_n, m = prob.shape
+    lw = np.zeros((m + 1, q_n))
+    lw[0] = 1.0
+    for j in range(m):
+        pj = prob[:, j]
+        new = lw * (1 - pj)
+        new[1:] += lw[:-1] * pj
+        lw = new
+    prior = np.exp(logprior - logprior.max())
+    post = lw * prior  # (m+1, Q)
+    norm_ = post.sum(axis=1, keepdims=True)
+    norm_[norm_ == 0] = 1.0
+    post = post / norm_
+    mean = post @ nodes
+    sd = np.sqrt(np.maximum(post @ nodes**2 - mean**2, 0.0))
+    s = x.sum(axis=1).astype(int)
+    return mean[s], sd[s]
+
+
+def simulate_responses(
+    params: pd.DataFrame, theta: np.ndarray, rng: np.random.Generator | int = 0
+) -> np.ndarray:
+    """Draw 0/1 responses ``(n_theta, n_items)`` (int8) from the model (for simulation and tests)."""
+    rng = np.random.default_rng(rng)
+    prob = item_probabilities(params, theta)
+    return (rng.random(prob.shape) < prob).astype(np.int8)

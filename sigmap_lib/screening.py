@@ -1,0 +1,574 @@
+"""Stage 1 of a benchmark signature: rank-correlation screening (METHODS.md §2).
+
+Conventions
+-----------
+``values`` are unit-major ``(n_units, n_models)`` perplexity-like numbers (NLL,
+bits-per-byte, any per-unit monotone transform gives the same result); ``scores`` are
+``(n_models,)`` or ``(n_models, n_benchmarks)``, higher = better. ``rank_j(p_k)`` is model
+``k``'s average rank (ties averaged) among the ``m`` models' values on unit ``j``.
+
+* **Thrush correlation** ``γ_j = Σ_{k<l} sign(y_k − y_l)·(rank_j(p_l) − rank_j(p_k))``
+  = ``−Σ_k c_k rank_j(p_k)`` with ``c_k = Σ_l sign(y_k − y_l)``, divided by its maximum
+  over all rank vectors for that ``y`` (pair the largest ``c_k`` with the smallest rank;
+  rearrangement inequality). In ``[−1, 1]``; ``+1`` = the better a model, the less
+  perplexed it is on the unit.
+* **Pre-select correlation** ``η_j = (1/Z) Σ_{k<l, y_k≠y_l} [1{(y_k−y_l)(p_kj−p_lj) > 0}
+  + ½·1{p_kj = p_lj}]`` with ``Z = #{k<l : y_k ≠ y_l}``; in ``[0, 1]``, 0 = perfect order,
+  ½ = random, 1 = reversed. Computed as ``η = ½ + S/(2Z)`` with
+  ``S = Σ_{k<l} sign(y_k−y_l)·sign(p_kj−p_lj)`` (the two are algebraically identical).
+
+Both statistics use only the within-unit ranks, so the ``*_from_codes`` variants take the
+stored doubled rank codes of :mod:`sigmap_lib.ranks` and give exactly the same numbers.
+
+Missing scores (NaN) are allowed per benchmark: each benchmark is screened on the models
+that have a score for it. The within-unit ranks are recomputed on that subset of models
+(ranking the stored codes of the subset is exact, because codes are a monotone,
+tie-preserving transform of the values); benchmarks sharing the same set of models are
+processed together. A benchmark needs at least 3 scored models and non-constant scores.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.ranks import (
+    RankStore,
+    check_model_arrays,
+    encode_ranks,
+    iter_value_chunks,
+    values_dtype,
+)
+
+STATISTICS = ("thrush", "preselect")
+_KERNELS: dict[str, Any] = {}
+
+
+# ----------------------------------------------------------------------------------------
+# score-side quantities
+
+
+def _as_scores(scores: Any, n_models: int | None = None) -> tuple[np.ndarray, bool]:
+    y = np.asarray(scores, dtype=np.float64)
+    squeeze = y.ndim == 1
+    if squeeze:
+        y = y[:, None]
+    if y.ndim != 2:
+        raise SigmapInputError(
+            f"scores must be (n_models,) or (n_models, n_benchmarks), got shape {y.shape}"
+        )
+    if n_models is not None and y.shape[0] != n_models:
+        raise SigmapInputError(
+            f"scores have {y.shape[0]} model rows but the perplexity data has {n_models} models"
+        )
+    if np.isinf(y).any():
+        raise SigmapInputError("scores contain +/-inf; use NaN for a missing score")
+    return y, squeeze
+
+
+def score_coefficients(y: np.ndarray) -> np.ndarray:
+    """``c_k = Σ_l sign(y_k − y_l)`` for every column of ``y``.
+
+    Parameters
+    ----------
+    y : numpy.ndarray, shape (m,) or (m, B), finite
+
+    Returns
+    -------
+    numpy.ndarray of int64, same shape (sums to zero per column).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim == 1:
+        return score_coefficients(y[:, None])[:, 0]
+    # rank-based O(m log m): c_k = #{l: y_l < y_k} - #{l: y_l > y_k}
+    s = np.sort(y, axis=0)
+    m = y.shape[0]
+    out = np.empty(y.shape, dtype=np.int64)
+    for b in range(y.shape[1]):
+        less = np.searchsorted(s[:, b], y[:, b], side="left")
+        greater = m - np.searchsorted(s[:, b], y[:, b], side="right")
+        out[:, b] = less - greater
+    return out
+
+
+def thrush_max(y: np.ndarray) -> np.ndarray:
+    """Largest attainable un-normalized Thrush statistic ``−Σ c_k r_k`` for each column.
+
+    The maximum over rank vectors is reached by giving the smallest rank to the largest
+    ``c_k`` (rearrangement inequality); average ranks under ties cannot exceed it.
+    """
+    c = score_coefficients(y)
+    if c.ndim == 1:
+        c = c[:, None]
+    c_desc = -np.sort(-c, axis=0)
+    r = np.arange(1, c.shape[0] + 1, dtype=np.float64)[:, None]
+    return -(c_desc * r).sum(axis=0).astype(np.float64)
+
+
+def _check_benchmark(y: np.ndarray, name: str) -> None:
+    yy = y[~np.isnan(y)]
+    if yy.size < 3:
+        raise SigmapInputError(f"benchmark {name}: only {yy.size} scored models; need >= 3")
+    if np.all(yy == yy[0]):
+        raise SigmapInputError(f"benchmark {name}: all scores are equal ({yy[0]}); nothing to rank")
+
+
+def _pair_signs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sign(y_k − y_l)`` over pairs ``k < l`` as ``(B, P)`` float32 and ``Z`` (B,)."""
+    m = y.shape[0]
+    ku, lu = np.triu_indices(m, 1)
+    ys = np.sign(y[ku, :] - y[lu, :]).T.astype(np.float32)
+    return np.ascontiguousarray(ys), np.abs(ys).sum(axis=1).astype(np.float64)
+
+
+# ----------------------------------------------------------------------------------------
+# kernels
+
+
+def _kernels() -> dict[str, Any]:
+    if _KERNELS:
+        return _KERNELS
+    import numba as nb
+
+    @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+    def thrush_raw(codes, cint, out):  # pragma: no cover - compiled
+        # out[u, b] = Σ_k cint[b, k] * codes[u, k]
+        n, m = codes.shape
+        nb_ = cint.shape[0]
+        for u in nb.prange(n):
+            for b in range(nb_):
+                acc = 0
+                for k in range(m):
+                    acc += cint[b, k] * np.int32(codes[u, k])
+                out[u, b] = acc
+
+    @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+    def pair_sign_sum(codes, ys, out):  # pragma: no cover - compiled
+        # out[u, b] = Σ_{k<l} ys[b, p(k,l)] * sign(codes[u,k] - codes[u,l])
+        n, m = codes.shape
+        nb_, npairs = ys.shape
+        blk = 256
+        nblk = (n + blk - 1) // blk
+        for bi in nb.prange(nblk):
+            sg = np.empty(npairs, np.float32)
+            for u in range(bi * blk, min(n, bi * blk + blk)):
+                p = 0
+                for k in range(m):
+                    ck = codes[u, k]
+                    for l in range(k + 1, m):  # noqa: E741
+                        cl = codes[u, l]
+                        sg[p] = np.float32(ck > cl) - np.float32(ck < cl)
+                        p += 1
+                for b in range(nb_):
+                    acc = np.float32(0.0)
+                    for q in range(npairs):
+                        acc += ys[b, q] * sg[q]
+                    out[u, b] = acc
+
+    @nb.njit(boundscheck=False, nogil=True, cache=True)
+    def histogram(x, lo, hi, counts):  # pragma: no cover - compiled
+        n, nb_ = x.shape
+        nbins = counts.shape[1]
+        scale = nbins / (hi - lo)
+        for u in range(n):
+            for b in range(nb_):
+                i = int((x[u, b] - lo) * scale)
+                if i < 0:
+                    i = 0
+                elif i >= nbins:
+                    i = nbins - 1
+                counts[b, i] += 1
+
+    _KERNELS.update(thrush_raw=thrush_raw, pair_sign_sum=pair_sign_sum, histogram=histogram)
+    return _KERNELS
+
+
+def _codes_thrush(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Normalized Thrush for all columns of finite ``y`` (m, B) from codes (n, m)."""
+    c = score_coefficients(y)  # (m, B)
+    den = 2.0 * thrush_max(y)
+    n = codes.shape[0]
+    raw = np.empty((n, y.shape[1]), dtype=np.int64 if codes.shape[1] > 128 else np.int32)
+    if n:
+        if codes.shape[1] > 128:
+            raw[:] = -(codes.astype(np.int64) @ c)
+        else:
+            _kernels()["thrush_raw"](
+                np.ascontiguousarray(codes), np.ascontiguousarray(c.T.astype(np.int32)), raw
+            )
+            np.negative(raw, out=raw)
+    return raw / den
+
+
+def _codes_preselect(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pre-select for all columns of finite ``y`` (m, B) from codes (n, m)."""
+    ys, z = _pair_signs(y)
+    n = codes.shape[0]
+    s = np.empty((n, y.shape[1]), dtype=np.float32)
+    if n:
+        _kernels()["pair_sign_sum"](np.ascontiguousarray(codes), ys, s)
+    return 0.5 + s.astype(np.float64) / (2.0 * z)
+
+
+def _per_mask_groups(y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Group benchmark columns by the set of models that have a score."""
+    avail = ~np.isnan(y)
+    groups: dict[bytes, list[int]] = {}
+    for b in range(y.shape[1]):
+        groups.setdefault(avail[:, b].tobytes(), []).append(b)
+    return [(avail[:, cols[0]], np.asarray(cols)) for cols in groups.values()]
+
+
+def _apply_by_mask(codes: np.ndarray, y: np.ndarray, fn: Any) -> np.ndarray:
+    out = np.empty((codes.shape[0], y.shape[1]), dtype=np.float64)
+    for mask, cols in _per_mask_groups(y):
+        sub = codes if mask.all() else encode_ranks(codes[:, mask])
+        out[:, cols] = fn(sub, y[np.ix_(mask, cols)])
+    return out
+
+
+def _prepare(values: Any, scores: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    codes = encode_ranks(values)
+    y, squeeze = _as_scores(scores, codes.shape[1])
+    for b in range(y.shape[1]):
+        _check_benchmark(y[:, b], f"#{b}")
+    return codes, y, squeeze
+
+
+def _check_codes(codes: Any) -> np.ndarray:
+    arr = np.asarray(codes)
+    if arr.ndim != 2 or arr.dtype.kind not in "iu":
+        raise SigmapInputError(
+            f"rank codes must be an integer (n_units, n_models) array, got {arr.dtype} {arr.shape}"
+        )
+    return arr
+
+
+def thrush_correlation(values: Any, scores: Any) -> np.ndarray:
+    """Normalized Thrush rank correlation of every unit with the benchmark scores.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_units, n_models)
+        Unit-major perplexity-like values (NaN rejected).
+    scores : array_like, shape (n_models,) or (n_models, n_benchmarks)
+        Higher = better; NaN = model not scored on that benchmark (excluded for it).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [−1, 1]
+        Positive when better models are less perplexed on the unit.
+    """
+    codes, y, squeeze = _prepare(values, scores)
+    out = _apply_by_mask(codes, y, _codes_thrush)
+    return out[:, 0] if squeeze else out
+
+
+def preselect_correlation(values: Any, scores: Any) -> np.ndarray:
+    """Pre-select correlation: fraction of model pairs put in the wrong order.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_units, n_models)
+    scores : array_like, shape (n_models,) or (n_models, n_benchmarks)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [0, 1]
+        0 = better models always less perplexed, ½ = random, ties in the values count ½.
+    """
+    codes, y, squeeze = _prepare(values, scores)
+    out = _apply_by_mask(codes, y, _codes_preselect)
+    return out[:, 0] if squeeze else out
+
+
+def thrush_from_codes(codes: Any, scores: Any) -> np.ndarray:
+    """:func:`thrush_correlation` from stored doubled rank codes ``(n_units, n_models)``."""
+    arr = _check_codes(codes)
+    y, squeeze = _as_scores(scores, arr.shape[1])
+    for b in range(y.shape[1]):
+        _check_benchmark(y[:, b], f"#{b}")
+    out = _apply_by_mask(arr, y, _codes_thrush)
+    return out[:, 0] if squeeze else out
+
+
+def preselect_from_codes(codes: Any, scores: Any) -> np.ndarray:
+    """:func:`preselect_correlation` from stored doubled rank codes ``(n_units, n_models)``."""
+    arr = _check_codes(codes)
+    y, squeeze = _as_scores(scores, arr.shape[1])
+    for b in range(y.shape[1]):
+        _check_benchmark(y[:, b], f"#{b}")
+    out = _apply_by_mask(arr, y, _codes_preselect)
+    return out[:, 0] if squeeze else out
+
+
+# ----------------------------------------------------------------------------------------
+# streaming screening
+
+
+def strength_of(stat: np.ndarray, statistic: str, two_sided: bool) -> np.ndarray:
+    """Candidate strength (larger = stronger) of a statistic.
+
+    thrush: ``|γ|`` (two-sided) or ``γ``; preselect: ``|η − ½|·2`` (two-sided) or
+    ``(½ − η)·2``; both in [−1, 1] / [0, 1].
+    """
+    if statistic == "thrush":
+        return np.abs(stat) if two_sided else stat
+    return np.abs(stat - 0.5) * 2.0 if two_sided else (0.5 - stat) * 2.0
+
+
+@dataclass
+class ScreenResult:
+    """Stage-1 result for one benchmark.
+
+    Attributes
+    ----------
+    benchmark : int
+        Column of ``scores``.
+    indices : numpy.ndarray of int64, shape (K,)
+        Candidate unit indices, strongest first (ties broken by smaller unit index).
+    thrush, preselect : numpy.ndarray of float64, shape (K,)
+        Both statistics of the candidates.
+    strength : numpy.ndarray, shape (K,)
+        The ranking key (see :func:`strength_of`).
+    hist_edges : numpy.ndarray, shape (n_bins + 1,)
+        Fixed bin edges of the screening statistic (``[−1, 1]`` thrush, ``[0, 1]`` pre-select).
+    hist_counts : numpy.ndarray of int64, shape (n_bins,)
+        Histogram of the screening statistic over ALL ``n_units`` units (last bin closed).
+    n_units : int
+    models_used : numpy.ndarray of bool, shape (n_models,)
+        Models with a score on this benchmark (the ones screened).
+    statistic, two_sided, k : as requested.
+    """
+
+    benchmark: int
+    indices: np.ndarray
+    thrush: np.ndarray
+    preselect: np.ndarray
+    strength: np.ndarray
+    hist_edges: np.ndarray
+    hist_counts: np.ndarray
+    n_units: int
+    models_used: np.ndarray
+    statistic: str
+    two_sided: bool
+    k: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best(self) -> float:
+        """Strength of the strongest unit (NaN when no candidate)."""
+        return float(self.strength[0]) if self.strength.size else float("nan")
+
+
+class _TopK:
+    """Running top-K by (strength desc, index asc) with bounded memory (≤ 3K rows)."""
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.idx = np.empty(0, dtype=np.int64)
+        self.strength = np.empty(0, dtype=np.float64)
+        self.stats = np.empty((0, 2), dtype=np.float64)
+        self.threshold = -np.inf
+        self.full = False
+
+    def candidates_mask(self, strength: np.ndarray) -> np.ndarray:
+        # units arrive in increasing index order: a later unit must be strictly stronger
+        # than the current K-th to displace it
+        return strength > self.threshold if self.full else np.ones(strength.shape, dtype=bool)
+
+    def push(self, idx: np.ndarray, strength: np.ndarray, stats: np.ndarray) -> None:
+        if idx.size == 0:
+            return
+        self.idx = np.concatenate([self.idx, idx])
+        self.strength = np.concatenate([self.strength, strength])
+        self.stats = np.concatenate([self.stats, stats])
+        if self.idx.size >= 2 * self.k:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        if self.idx.size > self.k:
+            keep = _select_topk(self.strength, self.idx, self.k)
+            self.idx, self.strength, self.stats = (
+                self.idx[keep],
+                self.strength[keep],
+                self.stats[keep],
+            )
+        if self.idx.size >= self.k:
+            self.full = True
+            self.threshold = float(self.strength.min())
+
+    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        self._shrink()
+        order = np.lexsort((self.idx, -self.strength))
+        return self.idx[order], self.strength[order], self.stats[order]
+
+
+def _select_topk(strength: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest strengths, ties broken by smaller index."""
+    n = strength.size
+    if k >= n:
+        return np.arange(n)
+    part = np.argpartition(-strength, k - 1)
+    kth = strength[part[k - 1]]
+    above = np.flatnonzero(strength > kth)
+    tied = np.flatnonzero(strength == kth)
+    tied = tied[np.argsort(idx[tied], kind="stable")][: k - above.size]
+    return np.concatenate([above, tied])
+
+
+def _source_chunks(source: Any, chunk_units: int) -> tuple[int, int, Any, bool]:
+    """(n_units, n_models, iterator of (start, block), block_is_codes)."""
+    if isinstance(source, RankStore):
+        return source.n_units, source.n_models, source.iter_chunks(chunk_units), True
+    if isinstance(source, np.ndarray) or (hasattr(source, "shape") and len(source.shape) == 2):
+        arr = source
+        if len(arr.shape) != 2:
+            raise SigmapInputError(f"values must be (n_units, n_models), got {arr.shape}")
+        d, m = int(arr.shape[0]), int(arr.shape[1])
+
+        def it() -> Any:
+            for s in range(0, d, chunk_units):
+                yield s, np.asarray(arr[s : s + chunk_units])
+
+        return d, m, it(), False
+    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
+        arrays, d = check_model_arrays(source)
+        dt = values_dtype(arrays)
+        return d, len(arrays), iter_value_chunks(arrays, chunk_units, dtype=dt, n_units=d), False
+    raise SigmapInputError(
+        "screen() takes a RankStore, a unit-major (n_units, n_models) array, or a sequence "
+        f"of per-model 1-D arrays; got {type(source).__name__}"
+    )
+
+
+def screen(
+    source: Any,
+    scores: Any,
+    *,
+    q: float = 0.01,
+    k: int | None = None,
+    two_sided: bool = True,
+    statistic: str = "thrush",
+    chunk_units: int = 1 << 20,
+    n_bins: int = 200,
+    benchmark_names: Sequence[str] | None = None,
+) -> list[ScreenResult]:
+    """Screen all units for all benchmarks in ONE streaming pass.
+
+    Parameters
+    ----------
+    source : RankStore | array (n_units, n_models) | sequence of per-model 1-D arrays
+        Stored rank codes, in-memory values, or per-model NLL arrays (zarr / numpy /
+        paths), read ``chunk_units`` units at a time.
+    scores : array_like, shape (n_models,) or (n_models, B)
+        Columns aligned with the source's model order; NaN = not scored (see module doc).
+    q : float
+        Fraction of units kept per benchmark (``K = ceil(q · n_units)``), used when ``k`` is None.
+    k : int, optional
+        Fixed number of candidates per benchmark.
+    two_sided : bool
+        Rank candidates by ``|γ|`` / ``|η − ½|`` (default) or one-sided (predictive direction).
+    statistic : {"thrush", "preselect"}
+        Statistic that ranks the candidates and is histogrammed. The other statistic is
+        computed only for the units that enter the running top-K.
+    chunk_units : int
+        Units per chunk; memory is ``O(chunk_units · (n_models + B) + B · K)``.
+    n_bins : int
+        Histogram bins (fixed edges over the statistic's range).
+
+    Returns
+    -------
+    list[ScreenResult]
+        One per benchmark column, in column order.
+    """
+    if statistic not in STATISTICS:
+        raise SigmapInputError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    if chunk_units < 1:
+        raise SigmapInputError(f"chunk_units must be >= 1, got {chunk_units}")
+    d, m, chunks, is_codes = _source_chunks(source, chunk_units)
+    y, _ = _as_scores(scores, m)
+    nbm = y.shape[1]
+    names = list(benchmark_names) if benchmark_names is not None else [f"#{b}" for b in range(nbm)]
+    if len(names) != nbm:
+        raise SigmapInputError(f"{len(names)} benchmark names for {nbm} score columns")
+    for b in range(nbm):
+        _check_benchmark(y[:, b], names[b])
+    if k is None:
+        if not 0 < q <= 1:
+            raise SigmapInputError(f"q must be in (0, 1], got {q}")
+        kk = max(1, math.ceil(q * d))
+    else:
+        if k < 1:
+            raise SigmapInputError(f"k must be >= 1, got {k}")
+        kk = int(k)
+    kk = min(kk, max(d, 1))
+    lo, hi = (-1.0, 1.0) if statistic == "thrush" else (0.0, 1.0)
+    edges = np.linspace(lo, hi, n_bins + 1)
+    counts = np.zeros((nbm, n_bins), dtype=np.int64)
+    tops = [_TopK(kk) for _ in range(nbm)]
+    groups = _per_mask_groups(y)
+    main_fn, other_fn = (
+        (_codes_thrush, _codes_preselect)
+        if statistic == "thrush"
+        else (_codes_preselect, _codes_thrush)
+    )
+    hist = _kernels()["histogram"]
+    for start, block in chunks:
+        if block.shape[0] == 0:
+            continue
+        if is_codes:
+            full_codes = block
+        else:
+            if np.isnan(block).any():
+                r, c = np.argwhere(np.isnan(block))[0]
+                raise SigmapInputError(
+                    f"model column {int(c)}: value is NaN at unit {start + int(r)}"
+                )
+            full_codes = encode_ranks(block)
+        for mask, cols in groups:
+            codes = full_codes if mask.all() else encode_ranks(full_codes[:, mask])
+            yg = y[np.ix_(mask, cols)]
+            stat = main_fn(codes, yg)  # (n, len(cols))
+            tmp = np.zeros((len(cols), n_bins), dtype=np.int64)
+            hist(stat, lo, hi, tmp)
+            counts[cols] += tmp
+            strength = strength_of(stat, statistic, two_sided)
+            for j, b in enumerate(cols):
+                sel = np.flatnonzero(tops[b].candidates_mask(strength[:, j]))
+                if sel.size == 0:
+                    continue
+                if sel.size > kk:
+                    sel = sel[_select_topk(strength[sel, j], sel, kk)]
+                other = other_fn(codes[sel], yg[:, j : j + 1])[:, 0]
+                both = np.empty((sel.size, 2))
+                if statistic == "thrush":
+                    both[:, 0], both[:, 1] = stat[sel, j], other
+                else:
+                    both[:, 0], both[:, 1] = other, stat[sel, j]
+                tops[b].push(start + sel.astype(np.int64), strength[sel, j], both)
+    results = []
+    for b in range(nbm):
+        idx, st, both = tops[b].result()
+        results.append(
+            ScreenResult(
+                benchmark=b,
+                indices=idx,
+                thrush=both[:, 0].copy(),
+                preselect=both[:, 1].copy(),
+                strength=st,
+                hist_edges=edges,
+                hist_counts=counts[b].copy(),
+                n_units=d,
+                models_used=~np.isnan(y[:, b]),
+                statistic=statistic,
+                two_sided=two_sided,
+                k=kk,
+            )
+        )
+    return results

@@ -1,0 +1,41 @@
+"""Shared fixtures for the library tests: tiny real causal LMs built offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    """Two tiny trained causal LMs saved with ``save_pretrained`` (safetensors).
+
+    ``[0]`` GPT-2 (learned positions) + byte-level BPE (vocab 400), context 64.
+    ``[1]`` Llama (RoPE, SwiGLU) + SentencePiece-style Metaspace BPE with byte fallback
+    (vocab 420), context 96.
+    Both load through ``sigmap_lib.perplexity.load_model``. Built in ~2 s.
+    """
+    from sigmap_lib.worlds.tiny import (
+        build_causal_lm,
+        sample_texts,
+        save_model,
+        train_bpe_tokenizer,
+        train_causal_lm,
+    )
+
+    root = tmp_path_factory.mktemp("tiny_models")
+    texts = sample_texts(200, seed=0)
+    paths = []
+    specs = [
+        ("tiny-gpt2", "gpt2", "byte_level", 400, 64, 0),
+        ("tiny-llama", "llama", "metaspace", 420, 96, 1),
+    ]
+    for name, arch, style, vocab, n_ctx, seed in specs:
+        tok = train_bpe_tokenizer(texts, vocab_size=vocab, style=style)
+        model = build_causal_lm(
+            arch, len(tok), d_model=32, n_layer=2, n_head=2, n_ctx=n_ctx, seed=seed
+        )
+        train_causal_lm(model, tok, texts, steps=15, batch_size=8, seq_len=48, seed=seed)
+        paths.append(save_model(model, tok, root / name))
+    return paths
