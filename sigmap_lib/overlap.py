@@ -569,8 +569,21 @@ def semantic_overlap(
             if half < 1:
                 continue
             keys = _draw_keys(_label_rng(seed, labels[i], salt=1), T, int(sizes[i]))
-            u1 = _normalize_rows(_sum_masked(emb[i], _key_window(keys, 0, half)), labels[i])
-            u2 = _normalize_rows(_sum_masked(emb[i], _key_window(keys, half, 2 * half)), labels[i])
+            first = _key_window(keys, 0, half)
+            s1 = _sum_masked(emb[i], first)
+            if 2 * half >= sizes[i] - 1 and half > 1:
+                # second half = everything else, minus the (at most one) item left over
+                rest = ~first
+                if 2 * half < sizes[i]:
+                    rest &= ~_key_window(keys, 2 * half, int(sizes[i]))
+                    left = np.nonzero(~first & ~rest)[1]
+                    s2 = emb[i].sum(axis=0, dtype=np.float64)[None, :] - s1 - emb[i][left].astype(np.float64)
+                else:
+                    s2 = emb[i].sum(axis=0, dtype=np.float64)[None, :] - s1
+            else:
+                s2 = _sum_masked(emb[i], _key_window(keys, half, 2 * half))
+            u1 = _normalize_rows(s1, labels[i])
+            u2 = _normalize_rows(s2, labels[i])
             c = (u1 * u2).sum(axis=1)
             ss[i] = c.mean()
             ss_sd[i] = c.std(ddof=1)

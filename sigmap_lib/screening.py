@@ -367,13 +367,17 @@ class ScreenResult:
 
 
 class _TopK:
-    """Running top-K by (strength desc, index asc) with bounded memory (≤ 3K rows)."""
+    """Running top-K by (strength desc, index asc) with bounded memory (≤ 3K rows).
+
+    Keeps, per candidate, the statistic and the (possibly subset-re-ranked) rank codes.
+    """
 
     def __init__(self, k: int) -> None:
         self.k = k
         self.idx = np.empty(0, dtype=np.int64)
         self.strength = np.empty(0, dtype=np.float64)
-        self.stats = np.empty((0, 2), dtype=np.float64)
+        self.stats = np.empty(0, dtype=np.float64)
+        self.codes: np.ndarray | None = None
         self.threshold = -np.inf
         self.full = False
 
@@ -382,12 +386,15 @@ class _TopK:
         # than the current K-th to displace it
         return strength > self.threshold if self.full else np.ones(strength.shape, dtype=bool)
 
-    def push(self, idx: np.ndarray, strength: np.ndarray, stats: np.ndarray) -> None:
+    def push(
+        self, idx: np.ndarray, strength: np.ndarray, stats: np.ndarray, codes: np.ndarray
+    ) -> None:
         if idx.size == 0:
             return
         self.idx = np.concatenate([self.idx, idx])
         self.strength = np.concatenate([self.strength, strength])
         self.stats = np.concatenate([self.stats, stats])
+        self.codes = codes.copy() if self.codes is None else np.concatenate([self.codes, codes])
         if self.idx.size >= 2 * self.k:
             self._shrink()
 
@@ -399,14 +406,17 @@ class _TopK:
                 self.strength[keep],
                 self.stats[keep],
             )
+            assert self.codes is not None
+            self.codes = self.codes[keep]
         if self.idx.size >= self.k:
             self.full = True
             self.threshold = float(self.strength.min())
 
-    def result(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def result(self, n_models: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         self._shrink()
         order = np.lexsort((self.idx, -self.strength))
-        return self.idx[order], self.strength[order], self.stats[order]
+        codes = self.codes if self.codes is not None else np.zeros((0, n_models), np.uint8)
+        return self.idx[order], self.strength[order], self.stats[order], codes[order]
 
 
 def _select_topk(strength: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
@@ -545,16 +555,17 @@ def screen(
                     continue
                 if sel.size > kk:
                     sel = sel[_select_topk(strength[sel, j], sel, kk)]
-                other = other_fn(codes[sel], yg[:, j : j + 1])[:, 0]
-                both = np.empty((sel.size, 2))
-                if statistic == "thrush":
-                    both[:, 0], both[:, 1] = stat[sel, j], other
-                else:
-                    both[:, 0], both[:, 1] = other, stat[sel, j]
-                tops[b].push(start + sel.astype(np.int64), strength[sel, j], both)
+                # keep the candidates' rank codes; the other statistic is computed once,
+                # for the final K only
+                tops[b].push(
+                    start + sel.astype(np.int64), strength[sel, j], stat[sel, j], codes[sel]
+                )
     results = []
     for b in range(nbm):
-        idx, st, both = tops[b].result()
+        idx, st, main_stat, cand_codes = tops[b].result(int((~np.isnan(y[:, b])).sum()))
+        mask_b = ~np.isnan(y[:, b])
+        other = other_fn(cand_codes, y[mask_b, b : b + 1])[:, 0]
+        both = np.column_stack([main_stat, other] if statistic == "thrush" else [other, main_stat])
         results.append(
             ScreenResult(
                 benchmark=b,

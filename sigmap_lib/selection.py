@@ -172,8 +172,15 @@ def forward_select(
     if y_sd == 0:
         raise SigmapInputError("y is constant across models; nothing to select")
     ys = (ya - y_mean) / y_sd
-    z, x_mean, x_sd = standardize_columns(xa)
+    # candidate-major copy (p, m): every block of candidates is contiguous for the GEMMs
+    zt = np.array(xa.T, dtype=np.float64, order="C")
     del xa
+    x_mean = zt.mean(axis=1)
+    zt -= x_mean[:, None]
+    x_sd = np.sqrt(np.einsum("ij,ij->i", zt, zt) / m)
+    ok = x_sd > 0
+    zt[ok] /= x_sd[ok, None]
+    zt[~ok] = 0.0
     cap = m - 3 if max_features is None else min(m - 3, int(max_features))
     if cap < 0:
         raise SigmapInputError(f"max_features must be >= 0, got {max_features}")
@@ -189,7 +196,7 @@ def forward_select(
     rss_path = [rss]
     crit_path = [criterion_value(rss, m, 0, criterion, p=pp, gamma=gamma)]
     stop = "max_features" if cap == 0 else "criterion"
-    xr = _xt(z, r[:, None], block)[:, 0]  # x_jᵀ r for all j
+    xr = _xt(zt, r[:, None], block)[:, 0]  # x_jᵀ r for all j
 
     while len(selected) < cap:
         gain = np.zeros(p)
@@ -200,7 +207,7 @@ def forward_select(
             stop = "no_candidates"
             break
         # exact orthogonalization of the chosen column (two passes of Gram–Schmidt)
-        v = z[:, j].copy()
+        v = zt[j].copy()
         for _ in range(2):
             for q in basis:
                 v -= (q @ v) * q
@@ -224,7 +231,7 @@ def forward_select(
         r = r_new
         rss_path.append(rss_new)
         crit_path.append(c_new)
-        both = _xt(z, np.stack([r, q_new], axis=1), block)
+        both = _xt(zt, np.stack([r, q_new], axis=1), block)
         xr = both[:, 0]
         norms -= both[:, 1] ** 2
         admissible[j] = False
@@ -233,7 +240,7 @@ def forward_select(
             stop = "max_features"
     sel = np.asarray(selected, dtype=np.int64)
     if sel.size:
-        design = np.column_stack([np.ones(m), z[:, sel]])
+        design = np.column_stack([np.ones(m), zt[sel].T])
         beta, *_ = np.linalg.lstsq(design, ys, rcond=None)
         coef = beta[1:]
         coef_raw = coef * y_sd / x_sd[sel]
@@ -263,10 +270,10 @@ def forward_select(
     )
 
 
-def _xt(z: np.ndarray, v: np.ndarray, block: int) -> np.ndarray:
-    """``zᵀ v`` for ``z (m, p)`` and ``v (m, c)``, computed in column blocks."""
-    p = z.shape[1]
+def _xt(zt: np.ndarray, v: np.ndarray, block: int) -> np.ndarray:
+    """``z v`` for candidate-major ``zt (p, m)`` and ``v (m, c)``, in row blocks."""
+    p = zt.shape[0]
     out = np.empty((p, v.shape[1]))
     for s in range(0, p, block):
-        out[s : s + block] = z[:, s : s + block].T @ v
+        np.matmul(zt[s : s + block], v, out=out[s : s + block])
     return out

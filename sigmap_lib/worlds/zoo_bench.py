@@ -489,12 +489,12 @@ def build_zoo_benchmarks(
 def _encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[int], list[int]]:
     """lm-evaluation-harness's split: encode ``context + continuation`` and take the
     tokens after the context's own encoding as the continuation (trailing context
-    whitespace moved to the continuation first). BOS is prepended to the context."""
+    whitespace moved to the continuation first). BOS (else EOS) is prepended to the context."""
     n_sp = len(context) - len(context.rstrip(" "))
     if n_sp:
         continuation = context[-n_sp:] + continuation
         context = context[:-n_sp]
-    bos = tokenizer.bos_token_id
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
     prefix = [] if bos is None else [int(bos)]
     if not context:
         cont = tokenizer(continuation, add_special_tokens=False)["input_ids"]
@@ -517,16 +517,21 @@ def loglikelihoods(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Loglikelihood of each continuation given its context (lm-eval ``loglikelihood``).
 
+    Requests with the same context share one forward pass over it: contexts are run in
+    left-padded batches with the key/value cache kept, the cache is gathered once per
+    continuation, and the continuations are run on top of it (right-padded).
+
     Parameters
     ----------
     model, tokenizer
-        A causal LM and its tokenizer (BOS is prepended to every context).
+        A causal LM and its tokenizer (BOS, else EOS, is prepended to every context).
     requests : sequence of (context, continuation)
     batch_size : int
-        Sequences per forward pass (requests are sorted by length, right-padded).
+        About how many continuations per forward pass.
     max_length : int, optional
-        Longest input fed to the model (default: the model's context). Longer inputs
-        lose context tokens from the left; the continuation is always kept whole.
+        Longest sequence fed to the model (default: the model's context). Longer
+        contexts lose tokens from the left so that the longest continuation of the
+        same context fits; continuations are always kept whole.
 
     Returns
     -------
@@ -538,7 +543,7 @@ def loglikelihoods(
     Raises
     ------
     SigmapInputError
-        When a continuation alone does not fit in ``max_length``.
+        When a continuation is empty or does not fit in ``max_length``.
     """
     import torch
 
@@ -547,42 +552,84 @@ def loglikelihoods(
         max_length = int(
             getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)
         )
-    seqs: list[tuple[list[int], int]] = []  # (input tokens + last target, n_cont)
-    for ci, (context, cont) in enumerate(requests):
-        ctx, cnt = _encode_pair(tokenizer, context, cont)
+    encoded = [_encode_pair(tokenizer, c, x) for c, x in requests]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for ri, (ctx, cnt) in enumerate(encoded):
         if not cnt:
-            raise SigmapInputError(f"loglikelihoods: request {ci} has an empty continuation")
-        full = ctx + cnt
-        if len(cnt) > max_length:
+            raise SigmapInputError(f"loglikelihoods: request {ri} has an empty continuation")
+        if len(cnt) >= max_length:
             raise SigmapInputError(
-                f"loglikelihoods: request {ci}'s continuation has {len(cnt)} tokens, more than "
-                f"max_length={max_length}"
+                f"loglikelihoods: request {ri}'s continuation has {len(cnt)} tokens; it must be "
+                f"shorter than max_length={max_length}"
             )
-        seqs.append((full[-(max_length + 1) :], len(cnt)))
-    order = sorted(range(len(seqs)), key=lambda i: -len(seqs[i][0]))
-    ll = np.zeros(len(seqs), dtype=np.float64)
-    greedy = np.zeros(len(seqs), dtype=bool)
+        if not ctx:
+            raise SigmapInputError(
+                f"loglikelihoods: request {ri} has an empty context and the tokenizer has no "
+                "BOS/EOS token to start from"
+            )
+        groups.setdefault(tuple(ctx), []).append(ri)
+    glist: list[tuple[list[int], list[int]]] = []
+    for key, members in groups.items():
+        longest = max(len(encoded[i][1]) for i in members)
+        glist.append((list(key)[-(max_length - longest) :], members))
+    glist.sort(key=lambda g: -len(g[0]))
+    ll = np.zeros(len(requests), dtype=np.float64)
+    greedy = np.zeros(len(requests), dtype=bool)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
     device = next(model.parameters()).device
+    batches: list[list[tuple[list[int], list[int]]]] = [[]]
+    rows = 0
+    for g in glist:
+        if batches[-1] and rows + len(g[1]) > batch_size:
+            batches.append([])
+            rows = 0
+        batches[-1].append(g)
+        rows += len(g[1])
     with torch.inference_mode():
-        for s in range(0, len(order), batch_size):
-            idx = order[s : s + batch_size]
-            width = max(len(seqs[i][0]) for i in idx) - 1
-            inp = torch.full((len(idx), width), pad, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for r, i in enumerate(idx):
-                toks = seqs[i][0][:-1]
-                inp[r, : len(toks)] = torch.tensor(toks)
-                mask[r, : len(toks)] = 1
-            logits = model(input_ids=inp.to(device), attention_mask=mask.to(device)).logits
-            logp = torch.log_softmax(logits.float(), dim=-1).cpu()
-            for r, i in enumerate(idx):
-                toks, n = seqs[i]
-                tgt = torch.tensor(toks[-n:])
-                pos = torch.arange(len(toks) - 1 - n, len(toks) - 1)
-                lp = logp[r, pos]
-                ll[i] = float(lp.gather(1, tgt[:, None]).sum())
-                greedy[i] = bool((lp.argmax(-1) == tgt).all())
+        for batch in batches:
+            n_g = len(batch)
+            lc = max(len(g[0]) for g in batch)
+            ids = torch.full((n_g, lc), pad, dtype=torch.long)
+            mask = torch.zeros((n_g, lc), dtype=torch.long)
+            for r, (ctx, _) in enumerate(batch):
+                ids[r, lc - len(ctx) :] = torch.tensor(ctx)
+                mask[r, lc - len(ctx) :] = 1
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = model(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=pos.to(device),
+                use_cache=True,
+            )
+            first = torch.log_softmax(out.logits[:, -1].float(), dim=-1).cpu()
+            cache = out.cache
+            members = [(gi, ri) for gi, (_, mem) in enumerate(batch) for ri in mem]
+            gidx = torch.tensor([gi for gi, _ in members])
+            lt = max(len(encoded[ri][1]) for _, ri in members)
+            cids = torch.full((len(members), lt), pad, dtype=torch.long)
+            cmask = torch.zeros((len(members), lt), dtype=torch.long)
+            for r, (_, ri) in enumerate(members):
+                cnt = encoded[ri][1]
+                cids[r, : len(cnt)] = torch.tensor(cnt)
+                cmask[r, : len(cnt)] = 1
+            cache.batch_select_indices(gidx.to(device))
+            ctx_len = mask.sum(-1)[gidx]
+            out2 = model(
+                input_ids=cids.to(device),
+                attention_mask=torch.cat([mask[gidx], cmask], dim=1).to(device),
+                position_ids=(ctx_len[:, None] + torch.arange(lt)[None, :])
+                .clamp(max=max_length - 1)
+                .to(device),
+                cache=cache,
+                use_cache=True,
+            )
+            rest = torch.log_softmax(out2.logits.float(), dim=-1).cpu()
+            for r, (gi, ri) in enumerate(members):
+                cnt = torch.tensor(encoded[ri][1])
+                n = len(cnt)
+                lp = torch.cat([first[gi][None, :], rest[r, : n - 1]], dim=0)  # (n, V)
+                ll[ri] = float(lp.gather(1, cnt[:, None]).sum())
+                greedy[ri] = bool((lp.argmax(-1) == cnt).all())
     return ll, greedy
 
 

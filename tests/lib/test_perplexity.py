@@ -87,25 +87,28 @@ def _brute_force_token_nll(model, ids: list[int], max_length: int, stride: int) 
     return np.array(out)
 
 
-@pytest.mark.parametrize("which,stride", [(0, 32), (0, 63), (1, 17)])
-def test_long_documents_sliding_window_vs_brute_force(loaded, which: int, stride: int) -> None:
+@pytest.mark.parametrize("which,max_length,stride", [(0, 64, 32), (0, 24, 23), (1, 32, 7)])
+def test_long_documents_sliding_window_vs_brute_force(
+    loaded, which: int, max_length: int, stride: int
+) -> None:
     model, tok = loaded[which]
-    L = model_context_length(model, tok)
+    L = max_length
+    assert L <= model_context_length(model, tok)
     rng = np.random.default_rng(stride)
-    docs = [random_text(rng, 120), random_text(rng, 60), "short doc"]
+    docs = [random_text(rng, L), random_text(rng, L // 3), "short doc"]
     seqs = [
         np.array([tok.bos_token_id, *tok(d, add_special_tokens=False)["input_ids"]]) for d in docs
     ]
-    assert len(seqs[0]) > 2 * L  # really longer than the context
+    assert len(seqs[0]) > 2 * L  # really longer than the window
     st: dict = {}
     got = token_nll(model, seqs, max_length=L, stride=stride, batch_tokens=3 * L, stats=st)
     assert st["tokens"] == sum(len(s) - 1 for s in seqs)
-    for s, g in zip(seqs, got):
+    for s, g in zip(seqs[:2], got[:2]):
         ref = _brute_force_token_nll(model, s.tolist(), L, stride)
         np.testing.assert_allclose(g, ref, rtol=1e-4, atol=1e-5)
     units = document_unit_nll(model, tok, docs, max_length=L, stride=stride)
     for u, g in zip(units, got):
-        assert math.isclose(u.sum(), g.sum(), rel_tol=1e-9)
+        assert math.isclose(u.sum(), g.sum(), rel_tol=1e-6)
 
 
 def test_gpt2_long_document_default_window_does_not_overflow(loaded) -> None:
@@ -144,10 +147,12 @@ def test_unit_values_match_bytewise_apportioning(loaded, which: int) -> None:
     model, tok = loaded[which]
     docs = [*_edge_docs(), *sample_texts(5, seed=4)]
     out = document_unit_nll(model, tok, docs)
-    for doc, u in zip(docs, out):
-        enc = tok(doc, add_special_tokens=False, return_offsets_mapping=True)
-        seq = np.array([tok.bos_token_id, *enc["input_ids"]])
-        (tn,) = token_nll(model, [seq], max_length=10_000, stride=5_000)
+    encs = [tok(d, add_special_tokens=False, return_offsets_mapping=True) for d in docs]
+    seqs = [np.array([tok.bos_token_id, *e["input_ids"]]) for e in encs]
+    L = model_context_length(model, tok)
+    # same sequences and window settings -> the same batches as document_unit_nll used
+    tns = token_nll(model, seqs, max_length=L, stride=L // 2)
+    for doc, u, enc, tn in zip(docs, out, encs, tns):
         ref = _brute_force_apportion(doc, enc["offset_mapping"], tn)
         np.testing.assert_allclose(u, ref, rtol=1e-9, atol=1e-9)
 
@@ -170,14 +175,15 @@ def test_emoji_split_into_byte_tokens_stays_in_its_unit() -> None:
 
 def test_batching_does_not_change_results_and_padding_is_low(loaded) -> None:
     model, tok = loaded[1]
-    docs = sample_texts(120, seed=9, min_words=5, max_words=80)
+    docs = sample_texts(80, seed=9, min_words=5, max_words=50)
     st: dict = {}
     a = document_unit_nll(model, tok, docs, batch_tokens=4096, stats=st)
-    b = document_unit_nll(model, tok, docs, batch_tokens=96)
+    b = document_unit_nll(model, tok, docs, batch_tokens=400)
     for x, y in zip(a, b):
         np.testing.assert_allclose(x, y, rtol=1e-4, atol=1e-5)
     assert st["padding_fraction"] < 0.10
-    assert st["tokens"] == st["real_slots"] - len(docs)  # every real token but the BOS scored
+    n_tok = sum(len(tok(d, add_special_tokens=False)["input_ids"]) for d in docs)
+    assert st["tokens"] == n_tok  # every real token scored exactly once (BOS prefix)
 
 
 def test_document_unit_nll_rejects_slow_tokenizer(loaded) -> None:

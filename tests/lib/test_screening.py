@@ -45,7 +45,7 @@ def _brute_thrush_max(y: tuple[float, ...]) -> float:
         best = -np.inf
         for perm in itertools.permutations(range(1, m + 1)):
             g = sum(
-                _sign(y[k] - y[l]) * (perm[l] - perm[k]) for k in range(m) for l in range(k + 1, m)
+                _sign(y[k] - y[l]) * (perm[l] - perm[k]) for k in range(m) for l in range(k + 1, m)  # noqa: E741
             )
             best = max(best, g)
         return float(best)

@@ -86,7 +86,10 @@ def test_overfitting_regime_hits_cap_like_naive() -> None:
     np.testing.assert_allclose(got.criterion_path, path, atol=1e-8)
     assert got.k <= 12 - 3
     capped = forward_select(X, y, "aic", max_features=2)
-    assert capped.selected.tolist() == sel[:2] and capped.stop_reason in ("max_features", "criterion")
+    assert capped.selected.tolist() == sel[:2] and capped.stop_reason in (
+        "max_features",
+        "criterion",
+    )
 
 
 def test_collinear_and_constant_candidates_are_skipped() -> None:
@@ -101,7 +104,13 @@ def test_collinear_and_constant_candidates_are_skipped() -> None:
     assert 2 not in got.selected
     # once a and b are in, neither 2a+1 nor a+b may enter (exactly collinear)
     assert len(set(got.selected.tolist())) == got.k
-    assert got.k == 2 and {0, 1} & set(got.selected.tolist()) and got.r2 > 0.98
+    assert got.k == 2 and got.r2 > 0.98
+    # the two picks span {a, b}; every remaining column is collinear with them
+    assert got.stop_reason == "no_candidates"
+    span = np.column_stack([np.ones(m), X[:, got.selected]])
+    for j in (0, 1, 3, 4):
+        resid = X[:, j] - span @ np.linalg.lstsq(span, X[:, j], rcond=None)[0]
+        assert np.abs(resid).max() < 1e-8
 
 
 def test_planted_support_recovered_with_bic() -> None:
