@@ -44,11 +44,15 @@ def _pairs(matrix: OverlapMatrix) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def _meta_of(meta: Mapping[str, Any], label: str, key: str) -> str:
     if label not in meta:
-        raise SigmapInputError(f"benchmark {label!r} has no metadata (need {key!r}); known: {sorted(meta)[:20]}")
+        raise SigmapInputError(
+            f"benchmark {label!r} has no metadata (need {key!r}); known: {sorted(meta)[:20]}"
+        )
     entry = meta[label]
     if isinstance(entry, Mapping):
         if key not in entry or entry[key] is None:
-            raise SigmapInputError(f"benchmark {label!r}: metadata has no {key!r} (have {sorted(entry)})")
+            raise SigmapInputError(
+                f"benchmark {label!r}: metadata has no {key!r} (have {sorted(entry)})"
+            )
         return str(entry[key])
     return str(entry)
 
@@ -163,7 +167,20 @@ def spread(matrix: OverlapMatrix, band: tuple[float, float] = (0.1, 0.4)) -> dic
     """
     _, _, v = _pairs(matrix)
     if v.size == 0:
-        keys = ["mean", "sd", "min", "q05", "q25", "median", "q75", "q95", "max", "iqr", "frac_in_band", "frac_above_05"]
+        keys = [
+            "mean",
+            "sd",
+            "min",
+            "q05",
+            "q25",
+            "median",
+            "q75",
+            "q95",
+            "max",
+            "iqr",
+            "frac_in_band",
+            "frac_above_05",
+        ]
         return {"n": 0, **dict.fromkeys(keys, float("nan"))}
     q = np.quantile(v, [0.05, 0.25, 0.5, 0.75, 0.95])
     return {
@@ -230,8 +247,12 @@ def cluster(matrix: OverlapMatrix, *, fill_nan: float | None = None) -> ClusterR
     np.fill_diagonal(nan, False)
     if nan.any():
         if fill_nan is None:
-            bad = [(matrix.labels[i], matrix.labels[j]) for i, j in zip(*np.nonzero(np.triu(nan, 1)))][:5]
-            raise SigmapInputError(f"cluster: overlap matrix has NaN for pairs {bad} (pass fill_nan=...)")
+            bad = [
+                (matrix.labels[i], matrix.labels[j]) for i, j in zip(*np.nonzero(np.triu(nan, 1)))
+            ][:5]
+            raise SigmapInputError(
+                f"cluster: overlap matrix has NaN for pairs {bad} (pass fill_nan=...)"
+            )
         vals[nan] = fill_nan
     if not np.allclose(vals, vals.T, equal_nan=True):
         raise SigmapInputError("cluster: overlap matrix is not symmetric")
@@ -273,7 +294,9 @@ def agreement(matrix_a: OverlapMatrix, matrix_b: OverlapMatrix) -> dict[str, Any
         return out
     res = spearmanr(a[ok], b[ok])
     out.update(
-        rho=float(res.statistic), p=float(res.pvalue), mean_abs_diff=float(np.abs(a[ok] - b[ok]).mean())
+        rho=float(res.statistic),
+        p=float(res.pvalue),
+        mean_abs_diff=float(np.abs(a[ok] - b[ok]).mean()),
     )
     return out
 
@@ -319,10 +342,14 @@ def signature_content_alignment(
 
     common = [b for b in unit_contexts if b in questions]
     if not common:
-        raise SigmapInputError("signature_content_alignment: no benchmark has both unit contexts and questions")
+        raise SigmapInputError(
+            "signature_content_alignment: no benchmark has both unit contexts and questions"
+        )
     for b in common:
         if len(unit_contexts[b]) == 0 or len(questions[b]) == 0:
-            raise SigmapInputError(f"signature_content_alignment: benchmark {b!r} has no units or no questions")
+            raise SigmapInputError(
+                f"signature_content_alignment: benchmark {b!r} has no units or no questions"
+            )
     if encoder is None:
         encoder = load_encoder()
     texts: list[str] = []
@@ -436,14 +463,22 @@ def real_data_overlap_summary(
     lb = root / "leaderboard"
 
     def _mat(m: OverlapMatrix) -> list[list[float | None]]:
-        return [[None if not np.isfinite(x) else round(float(x), 4) for x in row] for row in m.values]
+        return [
+            [None if not np.isfinite(x) else round(float(x), 4) for x in row] for row in m.values
+        ]
 
     perf: dict[str, Any] = {}
     sources = {
-        "open_llm_leaderboard_v1": (lb / "open_llm_leaderboard_v1.csv", "name",
-                                    ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]),
-        "open_llm_leaderboard_v2": (lb / "open_llm_leaderboard_v2.csv", "model",
-                                    ["ifeval", "bbh", "math_lvl5", "gpqa", "musr", "mmlu_pro"]),
+        "open_llm_leaderboard_v1": (
+            lb / "open_llm_leaderboard_v1.csv",
+            "name",
+            ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"],
+        ),
+        "open_llm_leaderboard_v2": (
+            lb / "open_llm_leaderboard_v2.csv",
+            "model",
+            ["ifeval", "bbh", "math_lvl5", "gpqa", "musr", "mmlu_pro"],
+        ),
         "obscaling_base": (lb / "obscaling_base_llm_merged.csv", "Model", None),
     }
     for name, (path, model_col, cols) in sources.items():
@@ -451,9 +486,17 @@ def real_data_overlap_summary(
             raise SigmapInputError(f"real data file {path} is missing")
         d = pl.read_csv(path, infer_schema_length=100_000, null_values=["", "NA", "nan"])
         if cols is None:
-            meta_cols = {"Model", "Model Family", "Model Size (B)", "Pretraining Data Size (T)", "FLOPs (1E21)"}
+            meta_cols = {
+                "Model",
+                "Model Family",
+                "Model Size (B)",
+                "Pretraining Data Size (T)",
+                "FLOPs (1E21)",
+            }
             cols = [c for c in d.columns if c not in meta_cols]
-        m = performance_overlap(d.select([model_col, *cols]), model_column=model_col, min_common=min_common)
+        m = performance_overlap(
+            d.select([model_col, *cols]), model_column=model_col, min_common=min_common
+        )
         perf[name] = {
             "labels": list(m.labels),
             "n_models": int(d.height),
@@ -475,14 +518,22 @@ def real_data_overlap_summary(
     same_bm = np.array([base[i] == base[j] for i, j in zip(iu, ju)])
     off = sem.values[iu, ju]
     cross = off[~same_bm]
-    cross_m = OverlapMatrix(labels=sem.labels, values=np.where(
-        np.equal.outer(np.array(base), np.array(base)) & ~np.eye(len(sem), dtype=bool), np.nan, sem.values))
+    cross_m = OverlapMatrix(
+        labels=sem.labels,
+        values=np.where(
+            np.equal.outer(np.array(base), np.array(base)) & ~np.eye(len(sem), dtype=bool),
+            np.nan,
+            sem.values,
+        ),
+    )
     semantic = {
         "labels": list(sem.labels),
         "n_questions": {k: len(v) for k, v in texts.items()},
         "matrix": _mat(sem),
         "sd": [[round(float(x), 4) for x in row] for row in sem.extra["sd"]],
-        "self_similarity": {k: round(float(v), 4) for k, v in zip(sem.labels, sem.extra["self_similarity"])},
+        "self_similarity": {
+            k: round(float(v), 4) for k, v in zip(sem.labels, sem.extra["self_similarity"])
+        },
         "same_benchmark_main_vs_secondary": {
             base[i]: round(float(sem.values[i, j]), 4) for i, j, sb in zip(iu, ju, same_bm) if sb
         },
@@ -491,8 +542,18 @@ def real_data_overlap_summary(
         "seed": seed,
     }
     all_perf = np.concatenate(
-        [np.array([x for row_i, row in enumerate(p["matrix"]) for col_i, x in enumerate(row)
-                   if col_i > row_i and x is not None], dtype=float) for p in perf.values()]
+        [
+            np.array(
+                [
+                    x
+                    for row_i, row in enumerate(p["matrix"])
+                    for col_i, x in enumerate(row)
+                    if col_i > row_i and x is not None
+                ],
+                dtype=float,
+            )
+            for p in perf.values()
+        ]
     )
     claims = {
         "semantic_in_0.1_0.4": {
@@ -515,8 +576,10 @@ def real_data_overlap_summary(
             for source, p in perf.items()
         },
         "performance_all_sources": {
-            "min": float(all_perf.min()), "median": float(np.median(all_perf)),
-            "frac_above_0.5": float((all_perf > 0.5).mean()), "n_pairs": int(all_perf.size),
+            "min": float(all_perf.min()),
+            "median": float(np.median(all_perf)),
+            "frac_above_0.5": float((all_perf > 0.5).mean()),
+            "n_pairs": int(all_perf.size),
         },
         "semantic_median_below_performance_median": bool(np.median(cross) < np.median(all_perf)),
     }

@@ -174,13 +174,17 @@ class Document:
     text: str
 
 
-def _decode(raw: bytes, where: str) -> str:
+def _decode(raw: bytes, where: str, file_offset: int | None = None) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
+        pos = f"byte offset {exc.start}"
+        if file_offset is not None:
+            pos = (
+                f"byte offset {exc.start} of the line (file byte offset {file_offset + exc.start})"
+            )
         raise SigmapInputError(
-            f"{where}: invalid UTF-8 at byte offset {exc.start} "
-            f"(byte 0x{raw[exc.start]:02x}): {exc.reason}"
+            f"{where}: invalid UTF-8 at {pos} (byte 0x{raw[exc.start]:02x}): {exc.reason}"
         ) from exc
 
 
@@ -210,9 +214,11 @@ def _read_txt(path: Path, rel: str, pattern: str | None) -> list[Document]:
 def _read_jsonl(path: Path, rel: str, pattern: str | None) -> list[Document]:
     docs: list[Document] = []
     raw_all = path.read_bytes()
+    offset = 0
     for lineno, raw in enumerate(raw_all.split(b"\n"), start=1):
         where = f"{path}:{lineno}"
-        line = _decode(raw, where)
+        line = _decode(raw, where, offset)
+        offset += len(raw) + 1
         if not line.strip():
             continue
         try:

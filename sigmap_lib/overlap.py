@@ -150,7 +150,11 @@ class OverlapMatrix:
         if self.n_common is not None:
             data["n_common"] = self.n_common[iu]
         for k, v in self.extra.items():
-            if isinstance(v, np.ndarray) and v.shape == (b, b) and np.issubdtype(v.dtype, np.number):
+            if (
+                isinstance(v, np.ndarray)
+                and v.shape == (b, b)
+                and np.issubdtype(v.dtype, np.number)
+            ):
                 data[k] = v[iu]
         return pl.DataFrame(data)
 
@@ -215,7 +219,9 @@ def spearman_matrix(x: np.ndarray, *, min_common: int = 3) -> tuple[np.ndarray, 
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
-        raise SigmapInputError(f"spearman_matrix expects a 2-D (n_obs, k) array, got shape {x.shape}")
+        raise SigmapInputError(
+            f"spearman_matrix expects a 2-D (n_obs, k) array, got shape {x.shape}"
+        )
     finite = np.isfinite(x)
     fin = finite.astype(np.int64)
     n_common = fin.T @ fin
@@ -240,7 +246,9 @@ def spearman_matrix(x: np.ndarray, *, min_common: int = 3) -> tuple[np.ndarray, 
 # ---------------------------------------------------------------------------------------
 # Performance overlap
 # ---------------------------------------------------------------------------------------
-def _scores_to_array(scores: Any, model_column: str | None) -> tuple[list[str], list[str], np.ndarray]:
+def _scores_to_array(
+    scores: Any, model_column: str | None
+) -> tuple[list[str], list[str], np.ndarray]:
     """Accept polars/pandas wide frames or ``(names, array)`` → (models, benchmarks, X)."""
     import pandas as pd
     import polars as pl
@@ -255,7 +263,9 @@ def _scores_to_array(scores: Any, model_column: str | None) -> tuple[list[str], 
             )
         return [str(i) for i in range(arr.shape[0])], names, arr
     if isinstance(scores, pd.DataFrame):
-        scores = pl.from_pandas(scores.reset_index(drop=model_column is None or model_column not in scores.columns))
+        scores = pl.from_pandas(
+            scores.reset_index(drop=model_column is None or model_column not in scores.columns)
+        )
     if not isinstance(scores, pl.DataFrame):
         raise SigmapInputError(
             f"scores must be a polars/pandas DataFrame or (benchmark names, array), got {type(scores).__name__}"
@@ -314,7 +324,10 @@ def performance_overlap(
     rho, n = spearman_matrix(arr, min_common=min_common)
     np.fill_diagonal(rho, 1.0)
     return OverlapMatrix(
-        labels=tuple(bench), values=rho, n_common=n, level="performance",
+        labels=tuple(bench),
+        values=rho,
+        n_common=n,
+        level="performance",
         extra={"n_models": int(arr.shape[0])},
     )
 
@@ -464,7 +477,9 @@ def semantic_overlap(
         single-question benchmarks); ``extra["T"]``, ``extra["seed"]``, ``extra["replace"]``.
     """
     if not isinstance(embeddings, Mapping) or len(embeddings) == 0:
-        raise SigmapInputError("semantic_overlap: embeddings must be a non-empty mapping benchmark -> array")
+        raise SigmapInputError(
+            "semantic_overlap: embeddings must be a non-empty mapping benchmark -> array"
+        )
     if int(T) < 2:
         raise SigmapInputError(f"semantic_overlap: T must be >= 2, got {T}")
     if n_max is not None and int(n_max) < 1:
@@ -487,7 +502,9 @@ def semantic_overlap(
             )
         e = e.astype(np.float32, copy=False)
         if not np.isfinite(e).all():
-            raise SigmapInputError(f"semantic_overlap: embeddings of benchmark {lab!r} contain NaN/inf")
+            raise SigmapInputError(
+                f"semantic_overlap: embeddings of benchmark {lab!r} contain NaN/inf"
+            )
         emb.append(np.ascontiguousarray(_normalize_rows(e, f"semantic_overlap: benchmark {lab!r}")))
     assert dim is not None
     nb = len(labels)
@@ -530,13 +547,17 @@ def semantic_overlap(
                     assert order is not None
                     sums[i] += _sum_rows(emb[i], order[:, prefix[i] : n])
                 prefix[i] = n
-            units[:, pos, :] = _normalize_rows(sums[i], f"semantic_overlap: benchmark {labels[i]!r}")
+            units[:, pos, :] = _normalize_rows(
+                sums[i], f"semantic_overlap: benchmark {labels[i]!r}"
+            )
             if n == caps[i]:
                 orders[i] = None  # last size this benchmark is needed at
         gpos = [active.index(i) for i in group]
         unitsT = np.ascontiguousarray(units.transpose(0, 2, 1))  # (T, dim, |active|)
         with _single_thread_blas():  # many small GEMMs: BLAS threading only adds overhead
-            cos = np.matmul(np.ascontiguousarray(units[:, gpos, :]), unitsT)  # (T, |group|, |active|)
+            cos = np.matmul(
+                np.ascontiguousarray(units[:, gpos, :]), unitsT
+            )  # (T, |group|, |active|)
         np.clip(cos, -1.0, 1.0, out=cos)
         m = cos.mean(axis=0, dtype=np.float64)
         s = cos.std(axis=0, ddof=1, dtype=np.float64)
@@ -577,7 +598,11 @@ def semantic_overlap(
                 if 2 * half < sizes[i]:
                     rest &= ~_key_window(keys, 2 * half, int(sizes[i]))
                     left = np.nonzero(~first & ~rest)[1]
-                    s2 = emb[i].sum(axis=0, dtype=np.float64)[None, :] - s1 - emb[i][left].astype(np.float64)
+                    s2 = (
+                        emb[i].sum(axis=0, dtype=np.float64)[None, :]
+                        - s1
+                        - emb[i][left].astype(np.float64)
+                    )
                 else:
                     s2 = emb[i].sum(axis=0, dtype=np.float64)[None, :] - s1
             else:
@@ -589,7 +614,9 @@ def semantic_overlap(
             ss_sd[i] = c.std(ddof=1)
         extra["self_similarity"] = ss
         extra["self_similarity_sd"] = ss_sd
-    return OverlapMatrix(labels=tuple(labels), values=mean, n_common=nsamp, level="semantic", extra=extra)
+    return OverlapMatrix(
+        labels=tuple(labels), values=mean, n_common=nsamp, level="semantic", extra=extra
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -607,7 +634,9 @@ def _read_nll(
     else:
         arr = np.asarray(nll, dtype=np.float64)
         if arr.ndim != 2:
-            raise SigmapInputError(f"signature overlap: nll must be (n_units, n_models), got shape {arr.shape}")
+            raise SigmapInputError(
+                f"signature overlap: nll must be (n_units, n_models), got shape {arr.shape}"
+            )
         if units is None:
             units = np.arange(arr.shape[0])
         units = np.asarray(units, dtype=np.int64)
@@ -679,7 +708,9 @@ def signature_model_scores(
     if not (np.isfinite(bpb_sd).all() and (bpb_sd > 0).all()):
         raise SigmapInputError("signature overlap: bpb_sd must be finite and > 0 for every model")
     if not isinstance(signatures, Mapping) or not signatures:
-        raise SigmapInputError("signature overlap: signatures must be a non-empty mapping benchmark -> unit ids")
+        raise SigmapInputError(
+            "signature overlap: signatures must be a non-empty mapping benchmark -> unit ids"
+        )
     labels = [str(k) for k in signatures]
     sig = {}
     for lab, u in zip(labels, signatures.values()):
@@ -687,7 +718,9 @@ def signature_model_scores(
         if arr.size == 0:
             raise SigmapInputError(f"signature overlap: signature of benchmark {lab!r} is empty")
         if (arr < 0).any():
-            raise SigmapInputError(f"signature overlap: signature of benchmark {lab!r} has negative unit ids")
+            raise SigmapInputError(
+                f"signature overlap: signature of benchmark {lab!r} has negative unit ids"
+            )
         sig[lab] = arr
     wanted = np.unique(np.concatenate(list(sig.values())))
     m = bpb_mean.shape[0]
@@ -809,13 +842,19 @@ def signature_overlap_null(
     if n_perm < 1:
         raise SigmapInputError(f"signature_overlap_null: n_perm must be >= 1, got {n_perm}")
     if mode not in ("joint", "independent"):
-        raise SigmapInputError(f"signature_overlap_null: mode must be 'joint' or 'independent', got {mode!r}")
+        raise SigmapInputError(
+            f"signature_overlap_null: mode must be 'joint' or 'independent', got {mode!r}"
+        )
     if alternative not in ("greater", "two-sided"):
-        raise SigmapInputError(f"signature_overlap_null: alternative must be 'greater' or 'two-sided', got {alternative!r}")
+        raise SigmapInputError(
+            f"signature_overlap_null: alternative must be 'greater' or 'two-sided', got {alternative!r}"
+        )
     y = np.asarray(scores, dtype=np.float64)
     m = np.asarray(bpb_mean).shape[0]
     if y.ndim != 2 or y.shape[0] != m:
-        raise SigmapInputError(f"signature_overlap_null: scores must be (n_models={m}, B), got shape {y.shape}")
+        raise SigmapInputError(
+            f"signature_overlap_null: scores must be (n_models={m}, B), got shape {y.shape}"
+        )
     kw = dict(nll=nll, unit_nbytes=unit_nbytes, bpb_mean=bpb_mean, bpb_sd=bpb_sd, units=units)
     if observed is None:
         observed = signature_overlap(extract(y), **kw)
@@ -854,7 +893,9 @@ def signature_overlap_null(
         mode=mode,
         alternative=alternative,
     )
-    return OverlapMatrix(labels=labels, values=obs, n_common=observed.n_common, level=observed.level, extra=extra)
+    return OverlapMatrix(
+        labels=labels, values=obs, n_common=observed.n_common, level=observed.level, extra=extra
+    )
 
 
 def bootstrap_ci(
@@ -896,13 +937,17 @@ def bootstrap_ci(
     """
     if isinstance(model_scores, OverlapMatrix):
         if "model_scores" not in model_scores.extra:
-            raise SigmapInputError("bootstrap_ci: the overlap matrix carries no extra['model_scores']")
+            raise SigmapInputError(
+                "bootstrap_ci: the overlap matrix carries no extra['model_scores']"
+            )
         labels = model_scores.labels
         x = np.asarray(model_scores.extra["model_scores"], dtype=np.float64)
     else:
         x = np.asarray(model_scores, dtype=np.float64)
     if x.ndim != 2 or x.shape[0] < 3:
-        raise SigmapInputError(f"bootstrap_ci: model_scores must be (n_models >= 3, B), got shape {x.shape}")
+        raise SigmapInputError(
+            f"bootstrap_ci: model_scores must be (n_models >= 3, B), got shape {x.shape}"
+        )
     if not np.isfinite(x).all():
         raise SigmapInputError("bootstrap_ci: model_scores contain NaN/inf")
     if not 0 < level < 1:
@@ -933,9 +978,16 @@ def bootstrap_ci(
     rho, n = spearman_matrix(x, min_common=3)
     np.fill_diagonal(rho, 1.0)
     return OverlapMatrix(
-        labels=tuple(labels), values=rho, n_common=n, level="signature",
+        labels=tuple(labels),
+        values=rho,
+        n_common=n,
+        level="signature",
         extra={
-            "ci_low": lo, "ci_high": hi, "boot_sd": np.nanstd(boots, axis=0, ddof=1),
-            "n_boot": int(n_boot), "level": float(level), "model_scores": x,
+            "ci_low": lo,
+            "ci_high": hi,
+            "boot_sd": np.nanstd(boots, axis=0, ddof=1),
+            "n_boot": int(n_boot),
+            "level": float(level),
+            "model_scores": x,
         },
     )

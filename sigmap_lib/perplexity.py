@@ -331,7 +331,7 @@ def token_nll(
             nll = torch.cat(nll_parts).double().cpu().numpy()
             t_fwd += time.perf_counter() - t0
             k = 0
-            for d, b, e, t in batch:
+            for d, _b, e, t in batch:
                 out[d][t - 1 : e - 1] = nll[k : k + e - t]
                 k += e - t
             slots += ids.size
@@ -517,6 +517,7 @@ def score_corpus(
     dict
         ``tokens`` and ``tokens_per_s`` (this call), ``units``, ``total_nll`` and
         ``bits_per_byte`` (whole corpus, read back from the store), ``padding_fraction``,
+        ``slots`` / ``real_slots`` (token slots processed, total / non-padding), ``windows``,
         ``device``, ``dtype``, ``shards_done`` (this call), ``shards_skipped``,
         ``seconds``, ``forward_seconds``, ``align_seconds``, ``store_seconds``.
     """
@@ -580,6 +581,9 @@ def score_corpus(
         "total_nll": total,
         "bits_per_byte": total / (n_bytes * math.log(2)) if n_bytes else math.nan,
         "padding_fraction": float(stats.get("padding_fraction", 0.0)),
+        "slots": int(stats.get("slots", 0)),
+        "real_slots": int(stats.get("real_slots", 0)),
+        "windows": int(stats.get("windows", 0)),
         "device": str(next(model.parameters()).device),
         "dtype": dtype,
         "shards_done": done,

@@ -103,7 +103,15 @@ def heatmap(
         for i in range(b):
             for j in range(b):
                 if i != j and np.isfinite(vals[i, j]):
-                    ax.text(j, i, f"{vals[i, j]:.2f}", ha="center", va="center", fontsize=fs - 1, color="w")
+                    ax.text(
+                        j,
+                        i,
+                        f"{vals[i, j]:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=fs - 1,
+                        color="w",
+                    )
     ax.set_title(title or f"{matrix.level} overlap (diagonal blank)")
     return _save(fig, path)
 
@@ -120,8 +128,14 @@ def dendrogram(matrix: OverlapMatrix, path: str | Path, *, title: str = "") -> P
         raise SigmapInputError("dendrogram: need at least 2 benchmarks")
     res = cluster(matrix, fill_nan=0.0)
     fig, ax = plt.subplots(figsize=(min(24.0, 3 + 0.25 * b), 4.5))
-    scipy_dendrogram(res.linkage, labels=list(res.labels), ax=ax, leaf_rotation=90,
-                     leaf_font_size=max(4, min(10, int(220 / b))), color_threshold=None)
+    scipy_dendrogram(
+        res.linkage,
+        labels=list(res.labels),
+        ax=ax,
+        leaf_rotation=90,
+        leaf_font_size=max(4, min(10, int(220 / b))),
+        color_threshold=None,
+    )
     ax.set_ylabel("1 − overlap (average linkage)")
     ax.set_title(title or f"{matrix.level} overlap: clustering")
     return _save(fig, path)
@@ -203,7 +217,9 @@ def scatter_true_vs_pred(
     t = np.asarray(true, dtype=float).ravel()
     p = np.asarray(pred, dtype=float).ravel()
     if t.shape != p.shape or t.size == 0:
-        raise SigmapInputError(f"scatter_true_vs_pred: true {t.shape} and pred {p.shape} must be equal, non-empty")
+        raise SigmapInputError(
+            f"scatter_true_vs_pred: true {t.shape} and pred {p.shape} must be equal, non-empty"
+        )
     ok = np.isfinite(t) & np.isfinite(p)
     t, p = t[ok], p[ok]
     fig, ax = plt.subplots(figsize=(5, 5))
@@ -215,5 +231,7 @@ def scatter_true_vs_pred(
     rho = float(spearmanr(t, p).statistic) if t.size > 2 else float("nan")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
-    ax.set_title((title + "\n" if title else "") + f"RMSE {rmse:.3g}, Spearman ρ {rho:.3f}, n={t.size}")
+    ax.set_title(
+        (title + "\n" if title else "") + f"RMSE {rmse:.3g}, Spearman ρ {rho:.3f}, n={t.size}"
+    )
     return _save(fig, path)

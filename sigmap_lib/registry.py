@@ -47,9 +47,10 @@ def model_slug(raw_id: str) -> str:
 
     ``org/name`` → ``org__name``: path separators become ``__`` (empty and ``.``
     components dropped), every character outside ``[A-Za-z0-9._-]`` becomes ``-``, a
-    leading ``.`` becomes ``_``. When the mapping lost information (a character was
-    replaced, or the slug had to be shortened to 120 characters) an 8-hex sha256 suffix
-    of the raw id is appended so distinct ids keep distinct slugs. The result never
+    leading ``.`` becomes ``_``. When this mapping is not unambiguously reversible (a
+    character was replaced or dropped, a component contains ``__`` or starts/ends with
+    ``_``, or the slug had to be shortened to 120 characters) an 8-hex sha256 suffix of
+    the raw id is appended, so distinct ids keep distinct slugs. The result never
     contains ``/ | , [ ]`` or whitespace, is never ``.``/``..`` and is deterministic.
 
     Raises
@@ -60,7 +61,14 @@ def model_slug(raw_id: str) -> str:
     raw = _check_id(raw_id)
     parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
     mapped = [_SAFE.sub("-", p) for p in parts]
-    lossy = any(m != p for m, p in zip(mapped, parts)) or raw.startswith((".", "/")) or "//" in raw
+    # the plain form is used only when it can be decoded back unambiguously: the parts
+    # joined by "/" give the raw id, nothing was replaced, and no part contains "__" or
+    # starts/ends with "_" (so every "__" in the slug is a separator)
+    lossy = (
+        "/".join(parts) != raw
+        or any(m != p for m, p in zip(mapped, parts))
+        or any("__" in p or p.startswith("_") or p.endswith("_") for p in parts)
+    )
     slug = "__".join(mapped)
     if slug.startswith("."):
         slug = "_" + slug[1:]

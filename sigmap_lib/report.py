@@ -85,7 +85,9 @@ def _fmt(v: Any, digits: int = 4) -> str:
             return "NaN"
         if v != 0 and (abs(v) < 1e-3 or abs(v) >= 1e6):
             return f"{v:.{digits - 1}e}"
-        return f"{v:.{digits}g}" if abs(v) >= 1 else f"{v:.{digits}f}".rstrip("0").rstrip(".") or "0"
+        return (
+            f"{v:.{digits}g}" if abs(v) >= 1 else f"{v:.{digits}f}".rstrip("0").rstrip(".") or "0"
+        )
     try:
         import numpy as np
 
@@ -105,7 +107,10 @@ def markdown_table(df: Any, max_rows: int = 20, digits: int = 4) -> str:
         raise SigmapInputError(f"markdown_table: max_rows must be >= 1, got {max_rows}")
     cols, rows = _rows(df)
     esc = lambda s: str(s).replace("|", "\\|").replace("\n", " ")  # noqa: E731
-    lines = ["| " + " | ".join(esc(c) for c in cols) + " |", "|" + "|".join("---" for _ in cols) + "|"]
+    lines = [
+        "| " + " | ".join(esc(c) for c in cols) + " |",
+        "|" + "|".join("---" for _ in cols) + "|",
+    ]
     for r in rows[:max_rows]:
         lines.append("| " + " | ".join(esc(_fmt(v, digits)) for v in r) + " |")
     if len(rows) > max_rows:
@@ -142,7 +147,13 @@ def text_to_html(text: str) -> str:
     return "\n".join(out)
 
 
-_MIME = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".svg": "image/svg+xml", ".gif": "image/gif"}
+_MIME = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".svg": "image/svg+xml",
+    ".gif": "image/gif",
+}
 
 
 def _image_html(caption: str, path: Path) -> str:
@@ -160,9 +171,14 @@ def _table_html(caption: str, df: Any, max_rows: int) -> str:
     cols, rows = _rows(df)
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in cols)
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r) + "</tr>" for r in rows[:max_rows]
+        "<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in r) + "</tr>"
+        for r in rows[:max_rows]
     )
-    note = f"<p class='note'>{len(rows) - max_rows} more rows not shown.</p>" if len(rows) > max_rows else ""
+    note = (
+        f"<p class='note'>{len(rows) - max_rows} more rows not shown.</p>"
+        if len(rows) > max_rows
+        else ""
+    )
     cap = f"<caption>{_inline(caption)}</caption>" if caption else ""
     return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{note}"
 

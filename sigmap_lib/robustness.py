@@ -52,24 +52,6 @@ def _overlap(signatures, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models: np.n
     return signature_overlap(signatures, nll=read, unit_nbytes=unit_nbytes, bpb_mean=mean, bpb_sd=sd)
 
 
-def off_diagonal_agreement(a: Any, b: Any) -> tuple[float, int]:
-    """Spearman correlation of the finite off-diagonal (upper triangle) values of two
-    overlap matrices over their common labels; ``(nan, n)`` when fewer than 3 pairs."""
-    from scipy.stats import spearmanr
-
-    labels = [x for x in a.labels if x in set(b.labels)]
-    ia = [a.labels.index(x) for x in labels]
-    ib = [b.labels.index(x) for x in labels]
-    va = a.values[np.ix_(ia, ia)]
-    vb = b.values[np.ix_(ib, ib)]
-    iu = np.triu_indices(len(labels), k=1)
-    x, y = va[iu], vb[iu]
-    ok = np.isfinite(x) & np.isfinite(y)
-    if ok.sum() < 3 or np.ptp(x[ok]) == 0 or np.ptp(y[ok]) == 0:
-        return float("nan"), int(ok.sum())
-    return float(spearmanr(x[ok], y[ok]).statistic), int(ok.sum())
-
-
 def signature_robustness(
     nll_arrays: Sequence[Any],
     scores: np.ndarray,
@@ -114,6 +96,7 @@ def signature_robustness(
     list[Variant]
         With each variant's signatures, matrix and agreement with ``main``.
     """
+    from sigmap_lib.analysis import agreement
     from sigmap_lib.signature import extract_signatures
 
     y = np.asarray(scores, dtype=np.float64)
@@ -128,8 +111,8 @@ def signature_robustness(
     out: list[Variant] = []
 
     def add(name: str, desc: str, sigs: dict[str, np.ndarray], matrix: Any, **extra: Any) -> None:
-        agree, n = off_diagonal_agreement(main, matrix)
-        out.append(Variant(name, desc, sigs, matrix, agree, n, extra))
+        agree = agreement(main, matrix)
+        out.append(Variant(name, desc, sigs, matrix, agree["rho"], agree["n_pairs"], extra))
 
     def run(values: Any, yy: np.ndarray, offset: int = 0, **changes: Any) -> dict[str, np.ndarray]:
         kw = dict(base) | changes

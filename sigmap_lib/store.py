@@ -80,8 +80,7 @@ class _FS:
 
         if self.is_local:
             return zarr.storage.LocalStore(self.root, read_only=read_only)
-        return zarr.storage.FsspecStore(self.fs if self.fs.async_impl else _async(self.fs),
-                                        path=self.root_str, read_only=read_only)  # fmt: skip
+        return zarr.storage.FsspecStore.from_url(self.url, read_only=read_only)
 
     def read_text(self, name: str) -> str | None:
         if self.is_local:
@@ -109,12 +108,6 @@ class _FS:
 
     def __str__(self) -> str:
         return str(self.root) if self.is_local else self.url
-
-
-def _async(fs: Any) -> Any:
-    from fsspec.implementations.asyn_wrapper import AsyncFileSystemWrapper
-
-    return AsyncFileSystemWrapper(fs)
 
 
 class NLLStore:
@@ -360,3 +353,79 @@ def _parse_manifest(raw: str, fs: _FS) -> dict[str, Any]:
         raise SigmapInputError(f"NLL store {fs}: unknown format {m.get('format')!r}")
     m.setdefault("attrs", {})
     return m
+
+
+def import_nll(
+    source: str | Path,
+    corpus: Any,
+    path: str | Path,
+    *,
+    model_id: str = "",
+) -> dict[str, Any]:
+    """Import per-unit NLL computed elsewhere into an :class:`NLLStore`.
+
+    For worlds whose models are not run here (the synthetic world) and for NLL computed
+    by an external GPU job. The source is validated (1-D, one finite value per corpus
+    unit) before anything is written; it is then committed shard by shard like a scored
+    model, so a re-run is a no-op and an interrupted import resumes.
+
+    Parameters
+    ----------
+    source
+        ``.npy`` file (or a zarr array path) of shape ``(corpus.n_units,)``, nats per unit.
+    corpus
+        The :class:`sigmap_lib.corpus.CorpusStore` the values are aligned with.
+    path
+        Store location (local path or fsspec URL).
+    model_id
+        For messages and the store's attributes.
+
+    Returns
+    -------
+    dict
+        ``units``, ``shards_written``, ``shards_skipped``, ``total_nll``, ``bits_per_byte``,
+        ``source``.
+    """
+    src = Path(source)
+    if not src.exists():
+        raise SigmapInputError(f"model {model_id or '?'}: nll_source {src} does not exist")
+    if src.suffix == ".npy":
+        values = np.load(src, mmap_mode="r")
+    else:
+        import zarr
+
+        values = zarr.open_array(str(src), mode="r")
+    if values.ndim != 1 or values.shape[0] != corpus.n_units:
+        raise SigmapInputError(
+            f"model {model_id or '?'}: nll_source {src} has shape {tuple(values.shape)}, "
+            f"expected ({corpus.n_units},) — one value per corpus unit"
+        )
+    shards = corpus.shards
+    store = NLLStore.create_or_open(
+        path,
+        corpus.n_units,
+        [(s.unit_start, s.unit_end) for s in shards],
+        corpus.fingerprint,
+        attrs={"model_id": model_id, "source": str(src), "kind": "imported"},
+    )
+    pending = set(store.pending_shards()) | set(store.verify())
+    total = 0.0
+    for s in shards:
+        block = np.asarray(values[s.unit_start : s.unit_end], dtype=np.float32)
+        if not np.all(np.isfinite(block)):
+            bad = int(np.flatnonzero(~np.isfinite(block))[0]) + s.unit_start
+            raise SigmapInputError(
+                f"model {model_id or '?'}: nll_source {src} has a non-finite value at unit {bad}"
+            )
+        total += float(block.sum(dtype=np.float64))
+        if s.index in pending:
+            store.write_shard(s.index, block)
+    nbytes = float(np.asarray(corpus.unit_nbytes).sum())
+    return {
+        "units": int(corpus.n_units),
+        "shards_written": len(pending),
+        "shards_skipped": len(shards) - len(pending),
+        "total_nll": total,
+        "bits_per_byte": total / (nbytes * math.log(2)) if nbytes else float("nan"),
+        "source": str(src),
+    }

@@ -346,7 +346,7 @@ def train_causal_lm(
         lr=lr,
         betas=(0.9, 0.95),
     )
-    warmup = max(1, int(round(warmup_frac * steps)))
+    warmup = max(1, round(warmup_frac * steps))
 
     def schedule(step: int) -> float:
         if step < warmup:

@@ -140,14 +140,14 @@ ZOO_MODELS: tuple[tuple[str, str, str, int], ...] = (
     ("llama", "balanced", "l", 250),
 )
 
-#: The quick zoo (tests): six models, few steps.
+#: The quick zoo (tests): six small models, few steps.
 QUICK_MODELS: tuple[tuple[str, str, str, int], ...] = (
-    ("gpt2", "code", "s", 60),
-    ("gpt2", "arith", "s", 60),
-    ("gpt2", "balanced", "m", 40),
-    ("llama", "prose", "s", 60),
-    ("llama", "recall", "s", 60),
-    ("llama", "balanced", "m", 40),
+    ("gpt2", "code", "s", 40),
+    ("gpt2", "arith", "s", 40),
+    ("gpt2", "balanced", "s", 20),
+    ("llama", "prose", "s", 40),
+    ("llama", "recall", "s", 40),
+    ("llama", "balanced", "s", 20),
 )
 
 
@@ -259,8 +259,8 @@ def build_texts(*, seed: int = 0, quick: bool = False) -> ZooTexts:
         return build_zoo_texts(
             seed=seed,
             n_corpus={"code": 60, "prose": 60, "arithmetic": 30, "recall": 25, "records": 25},
-            n_bench=dict.fromkeys(DOMAINS, 60),
-            train_chars=150_000,
+            n_bench=dict.fromkeys(DOMAINS, 40),
+            train_chars=100_000,
         )
     return build_zoo_texts(
         seed=seed,
@@ -421,7 +421,7 @@ def train_zoo_models(
     cpu = os.cpu_count() or 1
     workers = max(1, min(workers, len(specs)))
     threads = threads or max(1, cpu // workers)
-    text_fp = texts.fingerprint()
+    text_fp = texts.fingerprint(("train",))
     tok_fp = {a: hashlib.sha256((p / "tokenizer.json").read_bytes()).hexdigest() for a, p in tokenizers.items()}
     results: dict[str, dict[str, Any]] = {}
     todo: list[tuple[ZooModelSpec, list[str], dict[str, int], str]] = []
@@ -723,11 +723,11 @@ def build_zoo_world(
         ``progress(stage, done, total, message)``; stages ``texts``, ``tokenizers``,
         ``train_models``, ``benchmarks``, ``evaluate``, ``write``.
     quick : bool
-        A small world (6 models, ~60 steps, 40 items per benchmark) for tests.
+        A small world (6 small models, 20-40 steps, 24 items per benchmark) for tests.
     workers : int
         Models trained in parallel processes.
     n_items : int, optional
-        Items per benchmark (default 100; quick 40).
+        Items per benchmark (default 100; quick 24).
 
     Returns
     -------
@@ -759,7 +759,7 @@ def build_zoo_world(
 
     t = time.perf_counter()
     progress("benchmarks", 0, 1, "building benchmark items")
-    benchmarks = build_zoo_benchmarks(texts, n_items=n_items or (40 if quick else 100), seed=seed)
+    benchmarks = build_zoo_benchmarks(texts, n_items=n_items or (24 if quick else 100), seed=seed)
     timings["benchmarks"] = time.perf_counter() - t
     progress("benchmarks", 1, 1, f"{len(benchmarks)} benchmarks")
 

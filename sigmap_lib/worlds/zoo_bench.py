@@ -190,7 +190,7 @@ def _nextline_code(rng: np.random.Generator, docs: list[str], aux: dict[str, Any
             break
     if len(dis) < 3:
         return None
-    context = "\n".join(lines[max(0, i - 8) : i])
+    context = _tail("\n".join(lines[max(0, i - 8) : i]), 240)
     choices, g = _shuffle_choices(rng, "\n" + gold, ["\n" + d for d in dis])
     return context, choices, g, _mc_text(context, choices, "Which line comes next?")
 
@@ -214,7 +214,7 @@ def _nextline_prose(rng: np.random.Generator, docs: list[str], aux: dict[str, An
             break
     if len(dis) < 3:
         return None
-    context = _tail(" ".join(sents[max(0, i - 3) : i]), 400)
+    context = _tail(" ".join(sents[max(0, i - 3) : i]), 240)
     choices, g = _shuffle_choices(rng, " " + gold, [" " + d for d in dis])
     return context, choices, g, _mc_text(context, choices, "Which sentence comes next?")
 
@@ -232,7 +232,7 @@ def _word_target(
     if not ms:
         return None
     m = ms[int(rng.integers(len(ms)))]
-    return _tail(text[: m.start()], 400), m.group()
+    return _tail(text[: m.start()], 240), m.group()
 
 
 def _vocab_distractors(
@@ -274,7 +274,8 @@ def _word_item(kind: str, pattern: re.Pattern[str], vocab_key: str, mc: bool):
 
 
 def _line_prefix(lines: list[str], j: int) -> str:
-    return "\n".join(lines[:j])
+    """The document lines before line ``j`` (at most ~160 characters of them)."""
+    return _tail("\n".join(lines[:j]), 160)
 
 
 def _arith_item(mc: bool):

@@ -100,10 +100,14 @@ class ZooTexts:
     seed: int
     stats: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
 
-    def fingerprint(self) -> str:
-        """SHA-256 over every document (split, domain, text): a cache key for models."""
+    def fingerprint(self, splits: tuple[str, ...] = SPLITS) -> str:
+        """SHA-256 over the documents (split, domain, source, text) of ``splits``.
+
+        ``fingerprint(("train",))`` is the cache key of everything trained on the text
+        (tokenizers, models): corpus or benchmark changes do not invalidate them.
+        """
         h = hashlib.sha256()
-        for split in SPLITS:
+        for split in splits:
             for domain in DOMAINS:
                 for d in self.docs[split][domain]:
                     h.update(f"{split}\0{domain}\0{d.source}\0".encode())
@@ -238,7 +242,10 @@ def _code_and_docstrings(
 
 
 def _readme_docs(root: Path, *, min_chars: int, max_chars: int) -> Iterator[tuple[str, str]]:
-    """(package, prose chunk) from the long descriptions of installed packages."""
+    """(package, prose chunk) from the long descriptions of installed packages.
+
+    A paragraph seen in an earlier package (boilerplate, forks) is skipped."""
+    seen: set[str] = set()
     for meta in sorted(root.glob("*.dist-info/METADATA")):
         try:
             raw = meta.read_text(encoding="utf-8", errors="replace")
@@ -256,6 +263,9 @@ def _readme_docs(root: Path, *, min_chars: int, max_chars: int) -> Iterator[tupl
             para = " ".join(para.split())
             if len(para) < 80 or not _proselike(para) or para.startswith(("#", "|", "..", "`")):
                 continue
+            if para in seen:
+                continue
+            seen.add(para)
             chunk.append(para)
             size += len(para) + 2
             if size >= min_chars * 2:
@@ -431,10 +441,12 @@ def build_zoo_texts(
             return sum(len(d.text) for d in got) >= need[split][domain]
         return len(got) >= need[split][domain]
 
+    seen: set[str] = set()  # exact duplicates (copied docstrings / code) kept once
     readmes = list(_readme_docs(site_packages, min_chars=min_chars, max_chars=max_chars))
     for pkg, text in readmes:
         split = _split_of("pkg:" + pkg, seed, weights)
-        if not _full(split, "prose"):
+        if not _full(split, "prose") and text not in seen:
+            seen.add(text)
             docs[split]["prose"].append(ZooDocument(text, "prose", "package:" + pkg))
     for i in order:
         if all(_full(s, d) for s in SPLITS for d in ("code", "prose")):
@@ -447,7 +459,8 @@ def build_zoo_texts(
         code, prose = _code_and_docstrings(path, stdlib, min_chars=min_chars, max_chars=max_chars)
         for domain, found in (("code", code), ("prose", prose)):
             for d in found:
-                if not _full(split, domain):
+                if not _full(split, domain) and d.text not in seen:
+                    seen.add(d.text)
                     docs[split][domain].append(d)
     for split in ("corpus", "bench"):
         for domain in ("code", "prose"):

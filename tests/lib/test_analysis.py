@@ -66,7 +66,8 @@ def test_function_matrix_brute_force() -> None:
         vals = [
             m.values[i, j]
             for i, j in itertools.combinations(range(12), 2)
-            if {fns[f"b{i}"], fns[f"b{j}"]} == {a, b} and (a != b or fns[f"b{i}"] == a)
+            if {fns[f"b{i}"], fns[f"b{j}"]} == {a, b}
+            and (a != b or fns[f"b{i}"] == a)
             and np.isfinite(m.values[i, j])
         ]
         got = res["matrix"][names.index(a), names.index(b)]
@@ -165,7 +166,9 @@ def test_signature_content_alignment_with_fake_encoder() -> None:
         return mv / np.linalg.norm(mv)
 
     pb = res["per_benchmark"]
-    assert pb.filter(pb["benchmark"] == "k")["cosine"][0] == pytest.approx(f(units["k"]) @ f(qs["k"]), abs=1e-6)
+    assert pb.filter(pb["benchmark"] == "k")["cosine"][0] == pytest.approx(
+        f(units["k"]) @ f(qs["k"]), abs=1e-6
+    )
     pf = res["per_function"]
     assert pf["function"].to_list() == ["knowledge", "math"]
     assert pf["mean_cosine"][1] == pytest.approx(f(units["m"]) @ f(qs["m"]), abs=1e-6)

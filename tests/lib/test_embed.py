@@ -63,12 +63,19 @@ def test_cache_hit_does_not_recompute(tmp_path) -> None:
 def test_cache_is_bounded(tmp_path) -> None:
     enc = CountingEncoder(dim=64)
     for k in range(6):
-        embed_texts([f"t{k}-{i}" for i in range(50)], encoder=enc, cache_dir=tmp_path, max_cache_bytes=30_000)
+        embed_texts(
+            [f"t{k}-{i}" for i in range(50)],
+            encoder=enc,
+            cache_dir=tmp_path,
+            max_cache_bytes=30_000,
+        )
     total = sum(p.stat().st_size for p in tmp_path.rglob("shard-*.npz"))
     one = max(p.stat().st_size for p in tmp_path.rglob("shard-*.npz"))
     assert total <= 30_000 + one
     n_before = enc.n_texts
-    embed_texts([f"t0-{i}" for i in range(50)], encoder=enc, cache_dir=tmp_path, max_cache_bytes=30_000)
+    embed_texts(
+        [f"t0-{i}" for i in range(50)], encoder=enc, cache_dir=tmp_path, max_cache_bytes=30_000
+    )
     assert enc.n_texts == n_before + 50  # the oldest shard was evicted -> recomputed
 
 
@@ -90,8 +97,13 @@ def test_real_minilm_offline(tmp_path, monkeypatch) -> None:
 
     enc = load_encoder()
     v = embed_texts(
-        ["What is the capital of France?", "Which city is France's capital?", "def f(x): return x + 1"],
-        encoder=enc, cache_dir=tmp_path,
+        [
+            "What is the capital of France?",
+            "Which city is France's capital?",
+            "def f(x): return x + 1",
+        ],
+        encoder=enc,
+        cache_dir=tmp_path,
     )
     assert v.shape == (3, 384)
     np.testing.assert_allclose(np.linalg.norm(v, axis=1), 1.0, rtol=1e-5)

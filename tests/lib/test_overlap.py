@@ -35,7 +35,9 @@ def test_performance_overlap_matches_scipy_pairwise_complete() -> None:
     x[rng.random((m, b)) < 0.25] = np.nan
     x[:100, 4] = np.nan  # benchmark 4 shares only few models with the others
     names = [f"bm{j}" for j in range(b)]
-    df = pl.DataFrame({"model": [f"m{i}" for i in range(m)], **{n: x[:, j] for j, n in enumerate(names)}})
+    df = pl.DataFrame(
+        {"model": [f"m{i}" for i in range(m)], **{n: x[:, j] for j, n in enumerate(names)}}
+    )
     res = performance_overlap(df, min_common=10)
     assert res.labels == tuple(names)
     for i in range(b):
@@ -104,7 +106,7 @@ def test_semantic_overlap_matches_brute_force_of_its_draws() -> None:
     for x, y in [("a", "b"), ("a", "c"), ("b", "c")]:
         n = min(len(emb[x]), len(emb[y]))
 
-        def draws(k: str) -> list[np.ndarray]:
+        def draws(k: str, n: int = n) -> list[np.ndarray]:
             if len(emb[k]) == n:
                 return [np.arange(n)] * T
             keys = _draw_keys(_label_rng(7, k), T, len(emb[k]))
@@ -112,7 +114,9 @@ def test_semantic_overlap_matches_brute_force_of_its_draws() -> None:
 
         cos = _brute_semantic(unit[x], unit[y], n, draws(x), draws(y))
         assert res.get(x, y) == pytest.approx(cos.mean(), abs=1e-5)
-        assert res.extra["sd"][res.index(x), res.index(y)] == pytest.approx(cos.std(ddof=1), abs=1e-5)
+        assert res.extra["sd"][res.index(x), res.index(y)] == pytest.approx(
+            cos.std(ddof=1), abs=1e-5
+        )
         assert res.n_common[res.index(x), res.index(y)] == n
     assert np.allclose(res.values, res.values.T)
     assert np.all(np.diag(res.values) == 1.0)
@@ -145,12 +149,13 @@ def test_semantic_size_matching_removes_size_bias() -> None:
         mu = rng.standard_normal(dim)
         mu *= np.sqrt(s2) / np.linalg.norm(mu)
 
-        def draw(n: int) -> np.ndarray:
+        def draw(n: int, mu: np.ndarray = mu, rng: np.random.Generator = rng) -> np.ndarray:
             return mu + rng.standard_normal((n, dim)) / np.sqrt(dim)
 
         ref, small, large = draw(50), draw(50), draw(5000)
-        res = semantic_overlap({"ref": ref, "small": small, "large": large}, T=200, seed=rep,
-                               self_similarity=False)
+        res = semantic_overlap(
+            {"ref": ref, "small": small, "large": large}, T=200, seed=rep, self_similarity=False
+        )
         matched_small.append(res.get("ref", "small"))
         matched_large.append(res.get("ref", "large"))
         mref = _unit(ref).mean(0)
@@ -193,10 +198,13 @@ def _world(m: int = 24, d: int = 200, b: int = 3, seed: int = 0, signal: float =
 
 
 def test_signature_overlap_matches_direct_computation() -> None:
-    y, nll, nbytes, mu, sd = _world(seed=1)
+    _, nll, nbytes, mu, sd = _world(seed=1)
     rng = np.random.default_rng(1)
-    sigs = {"x": rng.choice(200, 7, replace=False), "y": rng.choice(200, 3, replace=False),
-            "z": rng.choice(200, 12, replace=False)}
+    sigs = {
+        "x": rng.choice(200, 7, replace=False),
+        "y": rng.choice(200, 3, replace=False),
+        "z": rng.choice(200, 12, replace=False),
+    }
     res = signature_overlap(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd)
     z = (nll / (nbytes[:, None] * np.log(2)) - mu) / sd  # (d, m)
     s = {k: z[v].mean(0) for k, v in sigs.items()}
@@ -209,15 +217,23 @@ def test_signature_overlap_matches_direct_computation() -> None:
     keep = np.unique(np.concatenate(list(sigs.values())))
     ids = keep * 10 + 5
     sigs10 = {k: v * 10 + 5 for k, v in sigs.items()}
-    res2 = signature_overlap(sigs10, nll=nll[keep], units=ids, unit_nbytes=nbytes[keep], bpb_mean=mu, bpb_sd=sd)
+    res2 = signature_overlap(
+        sigs10, nll=nll[keep], units=ids, unit_nbytes=nbytes[keep], bpb_mean=mu, bpb_sd=sd
+    )
     np.testing.assert_allclose(res2.values, res.values)
-    labels, s3 = signature_model_scores(
+    _, s3 = signature_model_scores(
         sigs, nll=lambda u: nll[u], unit_nbytes=lambda u: nbytes[u], bpb_mean=mu, bpb_sd=sd
     )
     np.testing.assert_allclose(s3, res.extra["model_scores"])
     with pytest.raises(SigmapInputError, match="not among the rows"):
-        signature_overlap({"x": [9999]}, nll=nll[keep], units=ids, unit_nbytes=nbytes[keep],
-                          bpb_mean=mu, bpb_sd=sd)
+        signature_overlap(
+            {"x": [9999]},
+            nll=nll[keep],
+            units=ids,
+            unit_nbytes=nbytes[keep],
+            bpb_mean=mu,
+            bpb_sd=sd,
+        )
 
 
 def _top_k_extract(nll: np.ndarray, k: int = 5):
@@ -240,8 +256,14 @@ def test_signature_null_p_values_are_uniform_under_null_world() -> None:
     for rep in range(120):
         y, nll, nbytes, mu, sd = _world(m=20, d=120, b=2, seed=1000 + rep)
         res = signature_overlap_null(
-            _top_k_extract(nll), y, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd,
-            n_perm=19, seed=rep,
+            _top_k_extract(nll),
+            y,
+            nll=nll,
+            unit_nbytes=nbytes,
+            bpb_mean=mu,
+            bpb_sd=sd,
+            n_perm=19,
+            seed=rep,
         )
         pvals.append(res.extra["p_value"][0, 1])
     p = np.array(pvals)
@@ -257,8 +279,15 @@ def test_signature_null_detects_planted_shared_signal() -> None:
     rng = np.random.default_rng(5)
     nll[:20] -= 1.5 * y[:, 0][None, :] * nbytes[:20, None] + 0.0 * rng.random()
     res = signature_overlap_null(
-        _top_k_extract(nll), y, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd,
-        n_perm=39, seed=1, mode="independent",
+        _top_k_extract(nll),
+        y,
+        nll=nll,
+        unit_nbytes=nbytes,
+        bpb_mean=mu,
+        bpb_sd=sd,
+        n_perm=39,
+        seed=1,
+        mode="independent",
     )
     assert res.values[0, 1] > 0.8
     assert res.extra["p_value"][0, 1] <= 0.05

@@ -95,11 +95,11 @@ def test_long_documents_sliding_window_vs_brute_force(
     L = max_length
     assert L <= model_context_length(model, tok)
     rng = np.random.default_rng(stride)
-    docs = [random_text(rng, L), random_text(rng, L // 3), "short doc"]
+    docs = [random_text(rng, int(0.8 * L)), random_text(rng, L // 3), "short doc"]
     seqs = [
         np.array([tok.bos_token_id, *tok(d, add_special_tokens=False)["input_ids"]]) for d in docs
     ]
-    assert len(seqs[0]) > 2 * L  # really longer than the window
+    assert len(seqs[0]) > 1.5 * L  # really longer than the window: >= 3 windows
     st: dict = {}
     got = token_nll(model, seqs, max_length=L, stride=stride, batch_tokens=3 * L, stats=st)
     assert st["tokens"] == sum(len(s) - 1 for s in seqs)
@@ -239,11 +239,15 @@ def test_score_corpus_resume_matches_uninterrupted_run(loaded, tmp_path: Path) -
     full = score_corpus(model, tok, cs, tmp_path / "nll_full", batch_tokens=1024)
     assert full["shards_done"] == n_shards and full["shards_skipped"] == 0
     with pytest.raises(RuntimeError, match="injected failure after 2 shards"):
-        score_corpus(model, tok, cs, tmp_path / "nll_resume", batch_tokens=1024, fail_after_shards=2)
+        score_corpus(
+            model, tok, cs, tmp_path / "nll_resume", batch_tokens=1024, fail_after_shards=2
+        )
     partial = NLLStore.open(tmp_path / "nll_resume")
     assert partial.committed_shards() == [0, 1] and not partial.is_complete()
     seen: list[dict] = []
-    again = score_corpus(model, tok, cs, tmp_path / "nll_resume", batch_tokens=1024, progress=seen.append)
+    again = score_corpus(
+        model, tok, cs, tmp_path / "nll_resume", batch_tokens=1024, progress=seen.append
+    )
     assert again["shards_done"] == n_shards - 2 and again["shards_skipped"] == 2
     assert [p["shard"] for p in seen] == list(range(2, n_shards))
     a = NLLStore.open(tmp_path / "nll_full").read()

@@ -31,9 +31,13 @@ def test_plots_write_pngs(tmp_path) -> None:
     outs = [
         plots.heatmap(m, tmp_path / "h.png", title="heat"),
         plots.dendrogram(m, tmp_path / "d.png"),
-        plots.level_distributions({"semantic": m, "performance": _m(seed=1), "raw": np.array([0.1, 0.2])},
-                                  tmp_path / "sub" / "l.png"),
-        plots.correlation_histogram(np.linspace(-1, 1, 21), np.arange(20), tmp_path / "c.png", "hist"),
+        plots.level_distributions(
+            {"semantic": m, "performance": _m(seed=1), "raw": np.array([0.1, 0.2])},
+            tmp_path / "sub" / "l.png",
+        ),
+        plots.correlation_histogram(
+            np.linspace(-1, 1, 21), np.arange(20), tmp_path / "c.png", "hist"
+        ),
         plots.scatter_true_vs_pred(np.arange(10.0), np.arange(10.0) + 0.5, tmp_path / "s.png"),
     ]
     for p in outs:
@@ -57,8 +61,12 @@ def test_html_report_is_self_contained(tmp_path) -> None:
     img = plots.heatmap(_m(), tmp_path / "h.png")
     out = render_html_report(
         [
-            Section(title="Semantic", text="# Head\n\nSome **bold** <script> and `code`.\n\n- one\n- two",
-                    tables=[("pairs", pl.DataFrame({"a": ["x"], "v": [0.5]}))], images=[("heat", img)]),
+            Section(
+                title="Semantic",
+                text="# Head\n\nSome **bold** <script> and `code`.\n\n- one\n- two",
+                tables=[("pairs", pl.DataFrame({"a": ["x"], "v": [0.5]}))],
+                images=[("heat", img)],
+            ),
             {"title": "Perf", "tables": [("pd", pd.DataFrame({"q": [1, 2]}))]},
         ],
         tmp_path / "r" / "report.html",
@@ -72,4 +80,6 @@ def test_html_report_is_self_contained(tmp_path) -> None:
     assert m and base64.b64decode(m.group(1)) == img.read_bytes()
     assert not re.search(r'(src|href)="(?!data:)', html)  # nothing external
     with pytest.raises(SigmapInputError, match="does not exist"):
-        render_html_report([Section(title="x", images=[tmp_path / "missing.png"])], tmp_path / "y.html")
+        render_html_report(
+            [Section(title="x", images=[tmp_path / "missing.png"])], tmp_path / "y.html"
+        )

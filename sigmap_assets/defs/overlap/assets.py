@@ -6,7 +6,7 @@ import numpy as np
 from sigmap_assets.automation import aggregate_condition
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
-from sigmap_assets.resources import SigmapStorage
+from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.tables import catalog_table, current_ranks, read_json, scores_long, write_json, write_parquet
 
 ALL_BENCHMARKS = dg.AllPartitionMapping()
@@ -42,11 +42,10 @@ def load_matrix(storage: SigmapStorage, name: str):
 
 
 def matrix_metadata(storage: SigmapStorage, matrix, name: str, title: str) -> dict:
-    from sigmap_lib.analysis import cluster, spread
+    from sigmap_lib.analysis import spread
     from sigmap_lib.plots import heatmap
 
-    order = cluster(matrix).order if len(matrix.labels) > 2 else list(range(len(matrix.labels)))
-    png = heatmap(matrix, storage.plots_dir() / f"{name}_heatmap.png", title=title, order=order)
+    png = heatmap(matrix, storage.plots_dir() / f"{name}_heatmap.png", title=title)
     s = spread(matrix)
     return {
         "benchmarks": len(matrix.labels),
@@ -220,3 +219,136 @@ def signature_overlap(context: dg.AssetExecutionContext, config: SignatureOverla
             **matrix_metadata(storage, observed, "signature", "Signature overlap (Spearman across models)"),
         }
     )
+
+
+class ReportConfig(dg.Config):
+    robustness: bool = True
+    """Recompute the signature level with pre-select, corpus halves, model subsets, bic/ebic."""
+    n_model_subsets: int = 3
+    alignment: bool = True
+    """Signature–content alignment (MiniLM embeddings of units-in-context vs questions)."""
+    seed: int = 0
+
+
+def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> tuple[list, dict]:
+    """Findings that need the world's truth: planted recovery (synthetic), domain shares (zoo)."""
+    import json
+
+    import polars as pl
+
+    from sigmap_lib.report import Section
+
+    truth_path = world_root / "truth.json"
+    if not truth_path.exists():
+        return [], {}
+    truth = json.loads(truth_path.read_text())
+    names = dict(zip(catalog["key"].to_list(), catalog["benchmark"].to_list()))
+    functions = dict(zip(catalog["key"].to_list(), catalog["function"].to_list()))
+    if "planted" in json.dumps(list(truth.keys())):
+        from sigmap_lib.worlds.synthetic import SyntheticWorld, planted_recovery
+
+        rec = planted_recovery(SyntheticWorld.load(world_root), {names[k]: v for k, v in sigs.items()})
+        per = pl.DataFrame([{"benchmark": b, **{k: v for k, v in r.items() if not isinstance(v, (list, dict))}}
+                            for b, r in rec["per_benchmark"].items()])
+        text = (f"Planted-unit recall {rec['recall']:.2f}, precision {rec['precision']:.2f}, "
+                f"hit rate {rec['hit_rate']:.2f} (benchmarks whose signature contains ≥ 1 planted unit of its function).")
+        return [Section("Planted truth (synthetic world)", text, tables=[("per benchmark", per)])], {
+            "planted_recovery": {k: v for k, v in rec.items() if k != "per_benchmark"}}
+    doc_domain = truth.get("doc_domain") or truth.get("corpus_domains")
+    if not doc_domain:
+        return [], {}
+    from sigmap_lib.corpus import CorpusStore
+    from sigmap_lib.findings import domain_shares, matching_domain_summary
+
+    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    doc_ids = corpus.doc_ids if hasattr(corpus, "doc_ids") else None
+    if isinstance(doc_domain, dict) and doc_ids is not None:
+        per_doc = np.array([doc_domain.get(str(d), "unknown") for d in doc_ids])
+    else:
+        per_doc = np.asarray(doc_domain)
+    unit_domain = per_doc[np.asarray(corpus.unit_doc)]
+    shares = domain_shares(sigs, unit_domain, functions)
+    f2d = truth.get("function_domain", {})
+    match = matching_domain_summary(shares, f2d)
+    text = ("Share of each benchmark's signature units that fall in each corpus domain, against the domain's "
+            "share of all corpus units (lift > 1: the signature over-represents the domain).")
+    tables = [("signature share in the domain the benchmark's function targets", match)] if match.height else []
+    tables.append(("all domains", shares))
+    return [Section("Where do signatures fall? (zoo truth)", text, tables=tables)], {
+        "domain_match": match.to_dicts() if match.height else []}
+
+
+@dg.asset(
+    group_name="overlap",
+    deps=[performance_overlap, semantic_overlap, signature_overlap],
+    automation_condition=aggregate_condition(),
+    kinds={"html"},
+)
+def overlap_report(context: dg.AssetExecutionContext, config: ReportConfig, storage: SigmapStorage,
+                   world: WorldResource) -> dg.MaterializeResult:
+    """Tests per level (family/format Mann–Whitney, function matrices, spread, clustering),
+    heatmaps and dendrograms, robustness variants, signature–content alignment and the
+    world's truth-based findings — as a self-contained HTML report and UI metadata."""
+    from sigmap_lib.overlap_report import build_overlap_report
+    from sigmap_lib.report import render_html_report
+
+    catalog = catalog_table(storage)
+    meta = {r["key"]: {"family": r["family"], "format": r["format"], "function": r["function"]} for r in catalog.to_dicts()}
+    levels = {}
+    for name in ("semantic", "performance", "signature"):
+        if storage.path("overlap", f"{name}.parquet").exists():
+            levels[name] = load_matrix(storage, name)
+    robustness, alignment = [], None
+    info, sigs, configs, fallback, ranks, corpus, y, arrays = signature_inputs(storage, catalog["key"].to_list())
+    if config.robustness and "signature" in levels and len(sigs) >= 3:
+        from sigmap_lib.robustness import signature_robustness
+
+        scr = read_json(storage.path("screening", next(iter(sigs)), "summary.json"))
+        cfg = next(iter(configs.values()))
+        unit_doc = np.asarray(corpus.unit_doc)
+        half = int(np.searchsorted(unit_doc, unit_doc[len(unit_doc) // 2]))
+        robustness = signature_robustness(
+            arrays, y, list(sigs), main=levels["signature"].subset(list(sigs)), unit_nbytes=corpus.unit_nbytes,
+            bpb_mean=ranks.bpb_mean, bpb_sd=ranks.bpb_sd,
+            extract_kwargs={"k": scr["k"], "statistic": scr["statistic"], "two_sided": scr["two_sided"],
+                            "criterion": cfg.get("criterion", "aic"), "gamma": cfg.get("gamma", 0.5)},
+            corpus_split=half if half > 0 else None, n_model_subsets=config.n_model_subsets, seed=config.seed,
+        )
+    if config.alignment and sigs:
+        from sigmap_lib.analysis import signature_content_alignment
+
+        contexts = {k: ["".join(corpus.context(int(u), n_left=20)) for u in units] for k, units in sigs.items()}
+        questions = {k: v for k, v in load_questions(storage, list(sigs)).items()}
+        contexts = {k: v for k, v in contexts.items() if k in questions}
+        if contexts:
+            alignment = signature_content_alignment(contexts, questions, functions={k: meta[k]["function"] for k in contexts},
+                                                    cache_dir=str(storage.path("embeddings")))
+    extra, truth_summary = truth_sections(world.root(), storage, sigs, catalog)
+    sections, summary = build_overlap_report(levels, meta, storage.plots_dir(), robustness=robustness,
+                                             alignment=alignment, extra_sections=extra)
+    summary.update(truth_summary)
+    summary["signature_fallbacks"] = fallback
+    html = render_html_report(sections, storage.reports_dir() / "overlap_report.html", title="sigmap — benchmark overlap report",
+                              intro=f"{len(meta)} benchmarks, {len(info['models'])} models with NLL, levels: {', '.join(levels)}.")
+    write_json(summary, storage.path("reports", "overlap_summary.json"))
+    images = "\n\n".join(image_md(p, t) for t, p in [
+        ("three levels", storage.plots_dir() / "overlap_levels.png"),
+        *[(f"{lv} (clustered)", storage.plots_dir() / f"report_{lv}_heatmap.png") for lv in levels],
+    ] if p.exists())
+    return dg.MaterializeResult(
+        metadata={
+            "report": dg.MetadataValue.path(str(html)),
+            "findings": dg.MetadataValue.md("\n".join(summary["claims"])),
+            "robustness": dg.MetadataValue.md(md_table(summary.get("robustness", []))),
+            "plots": dg.MetadataValue.md(images),
+            "summary": dg.MetadataValue.json(json_safe(summary)),
+        }
+    )
+
+
+def json_safe(obj):
+    import json
+
+    from sigmap_assets.tables import _default
+
+    return json.loads(json.dumps(obj, default=_default, allow_nan=True).replace("NaN", "null"))

@@ -1,0 +1,81 @@
+"""Findings that need the truth of a constructed world (zoo / synthetic).
+
+- :func:`domain_shares`: where a benchmark's signature units fall, by corpus domain,
+  against the domain's share of all corpus units (does a code benchmark's signature
+  fall on code?).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+
+def domain_shares(
+    signatures: Mapping[str, Sequence[int] | np.ndarray],
+    unit_domain: np.ndarray,
+    functions: Mapping[str, str] | None = None,
+):
+    """Share of each benchmark's signature units per corpus domain vs the corpus share.
+
+    Parameters
+    ----------
+    signatures : mapping benchmark -> unit indices
+    unit_domain : ndarray of str, shape (n_units,)
+        Domain label of every corpus unit (the domain of its document).
+    functions : mapping benchmark -> function, optional
+        Added as a column, with ``matching_share`` = share of units in the domain named
+        like the function (when such a domain exists) and ``lift`` = that share divided by
+        the domain's corpus share.
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per (benchmark, domain): ``benchmark``, ``function``, ``domain``,
+        ``units``, ``share``, ``corpus_share``, ``lift`` (share / corpus_share).
+    """
+    import polars as pl
+
+    unit_domain = np.asarray(unit_domain).astype(str)
+    domains, counts = np.unique(unit_domain, return_counts=True)
+    corpus_share = dict(zip(domains.tolist(), (counts / counts.sum()).tolist()))
+    rows = []
+    for bench, units in signatures.items():
+        units = np.asarray(units, dtype=np.int64)
+        labels = unit_domain[units] if units.size else np.array([], dtype=str)
+        for dom in domains.tolist():
+            n = int((labels == dom).sum())
+            share = n / units.size if units.size else float("nan")
+            rows.append({
+                "benchmark": bench,
+                "function": (functions or {}).get(bench, ""),
+                "domain": dom,
+                "units": n,
+                "share": share,
+                "corpus_share": corpus_share[dom],
+                "lift": share / corpus_share[dom] if corpus_share[dom] > 0 else float("nan"),
+            })
+    return pl.DataFrame(rows)
+
+
+def matching_domain_summary(shares, function_to_domain: Mapping[str, str]):
+    """Per benchmark: the share of signature units in the domain its function targets.
+
+    ``function_to_domain`` maps a benchmark function (e.g. ``arithmetic``) to the corpus
+    domain that exercises it (e.g. ``arithmetic``); benchmarks whose function has no
+    domain are left out.
+    """
+    import polars as pl
+
+    rows = []
+    for bench in shares["benchmark"].unique(maintain_order=True).to_list():
+        sub = shares.filter(pl.col("benchmark") == bench)
+        fn = sub["function"][0]
+        dom = function_to_domain.get(fn)
+        if dom is None or dom not in sub["domain"].to_list():
+            continue
+        r = sub.filter(pl.col("domain") == dom).row(0, named=True)
+        rows.append({"benchmark": bench, "function": fn, "domain": dom, "signature_share": r["share"],
+                     "corpus_share": r["corpus_share"], "lift": r["lift"]})
+    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"benchmark": pl.String})

@@ -1,0 +1,238 @@
+"""Additive-model score reconstruction: normalized score ~ s(x1) + s(x2) + ...
+
+:func:`fit_gam` fits a Gaussian GAM with statsmodels ``GLMGam`` (cubic B-spline smooths,
+one per covariate, second-derivative penalty) and chooses the smoothing weight ``alpha``
+by K-fold cross-validation over a log grid (one common alpha for all smooths, covariates
+standardised first so one grid fits all scales). This replaces mgcv's adaptive smoother
+``s(x, bs = "ad")`` of the original metabench pipeline.
+
+:func:`fit_pspline` is a fast NumPy P-spline (fixed penalty, one covariate) used where
+thousands of fits are needed (the random-subsampling stage).
+
+Predictions clip covariates to the training range (constant extrapolation), which keeps
+a spline from running away for a model outside the calibration population.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+
+DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 3, 8))
+
+
+def _as_2d(x: np.ndarray, what: str) -> np.ndarray:
+    arr = np.asarray(x, dtype=float)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise SigmapInputError(f"{what}: covariates must be 1-D or 2-D (n, k), got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)):
+        raise SigmapInputError(f"{what}: covariates contain NaN/inf")
+    return arr
+
+
+@dataclass
+class GamModel:
+    """A fitted Gaussian GAM (see :func:`fit_gam`); refittable from its stored inputs.
+
+    Attributes
+    ----------
+    alpha : float
+        Chosen penalty weight (common to all smooths).
+    cv_rmse : dict[float, float]
+        Cross-validated RMSE for every alpha tried (empty when alpha was given).
+    x_train, y_train : training data (kept so the model can be saved as plain arrays
+        and refitted bit-for-bit on load).
+    """
+
+    x_train: np.ndarray
+    y_train: np.ndarray
+    alpha: float
+    df: int
+    degree: int
+    cv_rmse: dict[float, float] = field(default_factory=dict)
+    _res: object | None = field(default=None, repr=False)
+    _center: np.ndarray | None = field(default=None, repr=False)
+    _scale: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self._res is None:
+            self._res, self._center, self._scale = _glmgam_fit(
+                self.x_train, self.y_train, self.alpha, self.df, self.degree
+            )
+
+    @property
+    def n_features(self) -> int:
+        return int(self.x_train.shape[1])
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """Predicted scores, shape ``(n,)``, for covariates ``(n, k)`` (or ``(n,)`` if k = 1)."""
+        arr = _as_2d(x, "GAM predict")
+        if arr.shape[1] != self.n_features:
+            raise SigmapInputError(f"GAM predict: expected {self.n_features} covariates, got {arr.shape[1]}")
+        z = _standardise(arr, self._center, self._scale, self.x_train)
+        return np.asarray(self._res.predict(exog=np.ones((len(z), 1)), exog_smooth=z), dtype=float)
+
+    def to_dict(self) -> dict:
+        return {"alpha": self.alpha, "df": self.df, "degree": self.degree, "cv_rmse": {str(k): v for k, v in self.cv_rmse.items()}}
+
+    @classmethod
+    def from_arrays(cls, x: np.ndarray, y: np.ndarray, meta: dict) -> GamModel:
+        return cls(
+            x_train=np.asarray(x, float),
+            y_train=np.asarray(y, float),
+            alpha=float(meta["alpha"]),
+            df=int(meta["df"]),
+            degree=int(meta["degree"]),
+            cv_rmse={float(k): float(v) for k, v in meta.get("cv_rmse", {}).items()},
+        )
+
+
+def _standardise(x: np.ndarray, center: np.ndarray, scale: np.ndarray, x_train: np.ndarray) -> np.ndarray:
+    lo = x_train.min(axis=0)
+    hi = x_train.max(axis=0)
+    return (np.clip(x, lo, hi) - center) / scale
+
+
+def _glmgam_fit(x: np.ndarray, y: np.ndarray, alpha: float, df: int, degree: int):
+    import statsmodels.api as sm
+    from statsmodels.gam.api import BSplines, GLMGam
+
+    center = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale == 0] = 1.0
+    z = (x - center) / scale
+    k = z.shape[1]
+    smoother = BSplines(z, df=[df] * k, degree=[degree] * k, include_intercept=False)
+    model = GLMGam(y, exog=np.ones((len(y), 1)), smoother=smoother, alpha=[alpha] * k, family=sm.families.Gaussian())
+    res = model.fit()
+    return res, center, scale
+
+
+def fit_gam(
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    alpha: float | None = None,
+    alphas: tuple[float, ...] = DEFAULT_ALPHAS,
+    df: int = 8,
+    degree: int = 3,
+    n_folds: int = 5,
+    seed: int = 0,
+    what: str = "GAM",
+) -> GamModel:
+    """Fit ``y ~ s(x_1) + ... + s(x_k)`` with cross-validated smoothing.
+
+    Parameters
+    ----------
+    x : ndarray, shape (n,) or (n, k)
+        Covariates (e.g. theta, or all benchmarks' thetas).
+    y : ndarray, shape (n,)
+        Target (normalized score, 0-100).
+    alpha : float, optional
+        Fixed penalty weight; when None it is chosen from ``alphas`` by ``n_folds``-fold CV.
+    df, degree : B-spline basis size and degree per smooth.
+    seed : fold assignment seed.
+    what : label for error messages.
+
+    Returns
+    -------
+    GamModel with ``.predict(x)``.
+    """
+    xa = _as_2d(x, what)
+    ya = np.asarray(y, dtype=float).reshape(-1)
+    if len(ya) != len(xa):
+        raise SigmapInputError(f"{what}: x has {len(xa)} rows but y has {len(ya)}")
+    if not np.all(np.isfinite(ya)):
+        raise SigmapInputError(f"{what}: target contains NaN/inf")
+    if len(ya) < max(4 * df, 20):
+        raise SigmapInputError(f"{what}: need at least {max(4 * df, 20)} observations, got {len(ya)}")
+    cv: dict[float, float] = {}
+    if alpha is None:
+        cv = _cv_alphas(xa, ya, alphas, df, degree, n_folds, seed)
+        alpha = min(cv, key=cv.get)
+    return GamModel(x_train=xa, y_train=ya, alpha=float(alpha), df=df, degree=degree, cv_rmse=cv)
+
+
+def _cv_alphas(
+    x: np.ndarray, y: np.ndarray, alphas: tuple[float, ...], df: int, degree: int, n_folds: int, seed: int
+) -> dict[float, float]:
+    """K-fold CV RMSE of the GLMGam penalised least-squares fit for each alpha.
+
+    For the Gaussian family GLMGam's PIRLS reduces to one penalised least-squares solve
+    ``(X'X + 2 P(alpha)) beta = X'y`` (statsmodels doubles the penalty matrix); we build
+    GLMGam's design and penalty once and solve that system per fold, which is what
+    ``GLMGam(...).fit()`` would do, without refitting the statsmodels object 5 x |alphas| times.
+    """
+    import statsmodels.api as sm
+    from statsmodels.gam.api import BSplines, GLMGam
+
+    z = (x - x.mean(axis=0)) / np.where(x.std(axis=0) == 0, 1.0, x.std(axis=0))
+    k = z.shape[1]
+    smoother = BSplines(z, df=[df] * k, degree=[degree] * k, include_intercept=False)
+    model = GLMGam(y, exog=np.ones((len(y), 1)), smoother=smoother, alpha=[1.0] * k, family=sm.families.Gaussian())
+    design = np.asarray(model.exog, float)
+    folds = np.random.default_rng(seed).permutation(len(y)) % n_folds
+    grams = []
+    for f in range(n_folds):
+        tr = folds != f
+        grams.append((design[tr].T @ design[tr], design[tr].T @ y[tr]))
+    out: dict[float, float] = {}
+    for a in alphas:
+        pen = 2.0 * np.asarray(model.penal.penalty_matrix(alpha=[a] * k), float)
+        sse = 0.0
+        for f in range(n_folds):
+            te = folds == f
+            xtx, xty = grams[f]
+            beta = np.linalg.lstsq(xtx + pen, xty, rcond=None)[0]
+            sse += float(np.sum((y[te] - design[te] @ beta) ** 2))
+        out[float(a)] = float(np.sqrt(sse / len(y)))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Fast fixed-penalty P-spline (one covariate), for thousands of fits.
+
+
+@dataclass
+class PSpline:
+    """Penalised cubic B-spline fit of ``y ~ s(x)`` (see :func:`fit_pspline`)."""
+
+    knots: np.ndarray
+    coef: np.ndarray
+    lo: float
+    hi: float
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        return _pspline_basis(np.clip(np.asarray(x, float), self.lo, self.hi), self.knots) @ self.coef
+
+
+def _pspline_basis(x: np.ndarray, knots: np.ndarray) -> np.ndarray:
+    from scipy.interpolate import BSpline
+
+    return BSpline.design_matrix(x, knots, 3, extrapolate=True).toarray()
+
+
+def fit_pspline(x: np.ndarray, y: np.ndarray, *, n_segments: int = 8, penalty: float = 1.0) -> PSpline:
+    """Eilers-Marx P-spline: cubic B-splines on equal segments, 2nd-difference penalty.
+
+    ``x`` and ``y`` are 1-D of equal length; the penalty is relative to the basis Gram
+    matrix trace so it is scale-free in n.
+    """
+    xa = np.asarray(x, float).reshape(-1)
+    ya = np.asarray(y, float).reshape(-1)
+    lo, hi = float(xa.min()), float(xa.max())
+    if hi <= lo:
+        hi = lo + 1e-9
+    h = (hi - lo) / n_segments
+    knots = lo + h * np.arange(-3, n_segments + 4)
+    basis = _pspline_basis(xa, knots)
+    dmat = np.diff(np.eye(basis.shape[1]), n=2, axis=0)
+    gram = basis.T @ basis
+    lam = penalty * np.trace(gram) / basis.shape[1] * 1e-2
+    coef = np.linalg.solve(gram + lam * dmat.T @ dmat + 1e-10 * np.eye(len(gram)), basis.T @ ya)
+    return PSpline(knots=knots, coef=coef, lo=lo, hi=hi)

@@ -1,0 +1,272 @@
+"""The zoo world: text splits, benchmark items, loglikelihood scoring, the world folder,
+caching and determinism."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+import yaml
+
+from sigmap_lib.worlds.zoo_bench import (
+    FAMILIES,
+    ZooBenchmark,
+    ZooItem,
+    build_zoo_benchmarks,
+    loglikelihoods,
+    score_benchmarks,
+)
+from sigmap_lib.worlds.zoo_text import DOMAINS, SPLITS
+
+
+@pytest.fixture(scope="module")
+def quick_texts():
+    from sigmap_lib.worlds.zoo import build_texts
+
+    return build_texts(seed=0, quick=True)
+
+
+@pytest.fixture(scope="module")
+def quick_world(tmp_path_factory: pytest.TempPathFactory):
+    from sigmap_lib.worlds.zoo import build_zoo_world
+
+    root = tmp_path_factory.mktemp("zoo") / "world"
+    calls: list[tuple[str, int, int, str]] = []
+    world = build_zoo_world(root, quick=True, seed=0, progress=lambda *a: calls.append(a))
+    return world, calls
+
+
+# ----------------------------------------------------------------------- text
+
+
+def test_texts_are_deterministic_and_split_by_document(quick_texts) -> None:
+    from sigmap_lib.worlds.zoo import build_texts
+
+    again = build_texts(seed=0, quick=True)
+    assert again.fingerprint() == quick_texts.fingerprint()
+    other = build_texts(seed=1, quick=True)
+    assert other.fingerprint() != quick_texts.fingerprint()
+    # the training-only fingerprint ignores corpus / bench documents
+    assert quick_texts.fingerprint(("train",)) != quick_texts.fingerprint()
+
+    for split in SPLITS:
+        for domain in DOMAINS:
+            assert quick_texts.docs[split][domain], (split, domain)
+            assert all(d.domain == domain for d in quick_texts.docs[split][domain])
+    # natural text: a source file / package feeds exactly one split
+    for domain in ("code", "prose"):
+        sources = {s: {d.source for d in quick_texts.docs[s][domain]} for s in SPLITS}
+        assert not sources["train"] & sources["corpus"]
+        assert not sources["train"] & sources["bench"]
+        assert not sources["corpus"] & sources["bench"]
+    # no corpus or bench document is also a training document
+    train = {d.text for dom in DOMAINS for d in quick_texts.docs["train"][dom]}
+    for split in ("corpus", "bench"):
+        for domain in ("code", "prose"):
+            assert not {d.text for d in quick_texts.docs[split][domain]} & train
+    # generated domains carry their skill
+    line = quick_texts.docs["corpus"]["arithmetic"][0].text.split("\n")[0]
+    lhs, rhs = line.split(" = ")
+    assert eval(lhs) == int(rhs)  # only digits and + - * by construction
+    copy = quick_texts.docs["corpus"]["recall"][0].text.split("\n")[0]
+    a, b = copy.removeprefix("copy: ").split(" | ")
+    assert a == b
+
+
+def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
+    benches = build_zoo_benchmarks(quick_texts, n_items=20, seed=0)
+    again = build_zoo_benchmarks(quick_texts, n_items=20, seed=0)
+    other = build_zoo_benchmarks(quick_texts, n_items=20, seed=3)
+    assert [[vars(i) for i in b.items] for b in benches] == [[vars(i) for i in b.items] for b in again]
+    assert [[vars(i) for i in b.items] for b in benches] != [[vars(i) for i in b.items] for b in other]
+
+    assert len(benches) >= 12
+    assert len({b.function for b in benches}) >= 4
+    assert len({b.format for b in benches}) >= 2
+    families = {b.family for b in benches}
+    assert families == set(FAMILIES)
+    for fam in families:  # every family spans several domains
+        assert len({b.domain for b in benches if b.family == fam}) >= 2
+    for b in benches:
+        assert len(b.items) == 20
+        assert len({i.item_id for i in b.items}) == 20
+        for it in b.items:
+            assert 0 <= it.gold < len(it.choices)
+            assert len(set(it.choices)) == len(it.choices)
+            if b.format == "cloze":
+                assert len(it.choices) == 1
+            else:
+                assert len(it.choices) >= 2
+            assert it.text.strip()
+    by = {b.name: b for b in benches}
+    # arithmetic items: the gold answer is the true result
+    for it in by["pickword_arithmetic"].items:
+        lhs = it.context.split("\n")[-1].removesuffix(" =")
+        assert eval(lhs) == int(it.choices[it.gold])
+    # minimal pairs differ from their gold line
+    for it in by["pair_arithmetic"].items:
+        good = it.choices[it.gold]
+        lhs, rhs = good.split(" = ")
+        assert eval(lhs) == int(rhs)
+        bad = it.choices[1 - it.gold]
+        assert eval(bad.split(" = ")[0]) != int(bad.split(" = ")[1])
+
+
+# ------------------------------------------------------------------- scoring
+
+
+def _independent_ll(model, tok, context: str, continuation: str) -> tuple[float, bool]:
+    """log p(continuation | BOS + context) = log p(BOS + whole) - log p(BOS + context),
+    by two plain forward passes (requires the whole's tokens to start with the
+    context's tokens)."""
+    import torch
+
+    bos = tok.bos_token_id
+    ctx = tok(context, add_special_tokens=False)["input_ids"]
+    whole = tok(context + continuation, add_special_tokens=False)["input_ids"]
+    assert whole[: len(ctx)] == ctx, "test request must tokenize with a clean boundary"
+    ids = torch.tensor([[bos, *whole]])
+    with torch.no_grad():
+        logp = torch.log_softmax(model(input_ids=ids).logits[0].double(), dim=-1)
+    targets = ids[0, 1:]
+    per_token = logp[:-1].gather(1, targets[:, None])[:, 0]
+    n_cont = len(whole) - len(ctx)
+    ll = float(per_token[-n_cont:].sum())
+    greedy = bool((logp[:-1].argmax(-1)[-n_cont:] == targets[-n_cont:]).all())
+    return ll, greedy
+
+
+def test_loglikelihoods_match_plain_forward_passes(tiny_models: list[Path]) -> None:
+    from sigmap_lib.perplexity import load_model
+
+    requests = [
+        ("the cat sat on the", " mat"),
+        ("the cat sat on the", " dog and the bird"),
+        ("the cat sat on the", " hat"),
+        ("a", " b"),
+        ("one two three four five six seven eight nine ten eleven twelve", " thirteen"),
+        ("x = 1\ny = 2\nz =", " 3"),
+        ("x = 1\ny = 2\nz =", " x + y"),
+    ]
+    for path in tiny_models:
+        model, tok = load_model(path, device="cpu", dtype="float32")
+        ll, greedy = loglikelihoods(model, tok, requests, batch_size=3)
+        assert ll.shape == (len(requests),) and greedy.dtype == bool
+        for k, (c, x) in enumerate(requests):
+            ref, ref_greedy = _independent_ll(model, tok, c, x)
+            assert ll[k] == pytest.approx(ref, abs=2e-3), (path.name, c, x)
+            assert greedy[k] == ref_greedy
+        assert np.all(ll < 0)
+        # trailing whitespace of a context moves into the continuation (lm-eval rule)
+        ll2, _ = loglikelihoods(model, tok, [("the cat sat on the ", "mat")])
+        assert ll2[0] == pytest.approx(ll[0], abs=1e-4)
+
+
+def test_score_benchmarks_applies_each_metric(tiny_models: list[Path]) -> None:
+    from sigmap_lib.perplexity import load_model
+
+    model, tok = load_model(tiny_models[0], device="cpu", dtype="float32")
+    ctx = "the quick brown fox jumps over the"
+    choices = [" lazy dog", " a", " lazy dog and runs far away from here"]
+    ll, greedy = loglikelihoods(model, tok, [(ctx, c) for c in choices])
+    norm = ll / np.array([len(c.encode()) for c in choices])
+    items = [ZooItem(f"i{g}", ctx, choices, g, ctx) for g in range(3)]
+    benches = [
+        ZooBenchmark("a", "f", "multiple_choice", "acc", "prose", "language", items),
+        ZooBenchmark("n", "f", "multiple_choice", "acc_norm", "prose", "language", items),
+        ZooBenchmark("g", "c", "cloze", "greedy", "prose", "language", [ZooItem("c", ctx, [" a"], 0, ctx)]),
+    ]
+    got = score_benchmarks(model, tok, benches)
+    assert got["a"].tolist() == [int(np.argmax(ll) == g) for g in range(3)]
+    assert got["n"].tolist() == [int(np.argmax(norm) == g) for g in range(3)]
+    assert got["a"].sum() == 1 and got["n"].sum() == 1
+    assert got["g"].tolist() == [int(loglikelihoods(model, tok, [(ctx, " a")])[1][0])]
+
+
+# --------------------------------------------------------------------- world
+
+
+def test_quick_world_folder_is_valid(quick_world) -> None:
+    from sigmap_lib.catalog import read_catalog
+    from sigmap_lib.corpus import read_corpus
+    from sigmap_lib.items import read_responses
+    from sigmap_lib.perplexity import load_model
+    from sigmap_lib.registry import read_registry
+    from sigmap_lib.scores import read_wide
+    from sigmap_lib.worlds import check_world
+
+    world, calls = quick_world
+    root = world.root
+    check_world(root)
+    for name in ("models.yaml", "catalog.yaml", "scores.csv", "truth.json", "corpus/zoo.jsonl"):
+        assert (root / name).is_file(), name
+    stages = {c[0] for c in calls}
+    assert {"texts", "tokenizers", "train_models", "benchmarks", "evaluate", "write"} <= stages
+
+    # models: both architectures, both tokenizers, loadable, sizes recorded
+    reg = read_registry(root / "models.yaml")
+    assert len(reg) == 6 and {m.family for m in reg} == {"gpt2", "llama"}
+    raw = yaml.safe_load((root / "models.yaml").read_text())["models"]
+    vocab = set()
+    for spec, entry in zip(reg, raw):
+        assert spec.id.startswith("zoo/") and entry["dtype"] == "float32"
+        assert entry["path"] == "models/" + spec.id.removeprefix("zoo/")
+        model, tok = load_model(spec.path, device="cpu", dtype="float32")
+        assert sum(p.numel() for p in model.parameters()) == entry["n_params"]
+        assert any(Path(spec.path).glob("*.safetensors"))
+        vocab.add(len(tok))
+    assert len(vocab) == 2
+
+    # benchmarks: catalog, items, responses, scores agree
+    cat = read_catalog(root / "catalog.yaml")
+    assert len(cat) == len(world.benchmarks) == 16
+    scores = pl.read_csv(root / "scores.csv")
+    assert scores["model"].to_list() == [m.id for m in reg]
+    wide = read_wide(root / "scores.csv")
+    assert set(wide["benchmark"].unique().to_list()) == set(world.benchmarks)
+    for j, name in enumerate(world.benchmarks):
+        b = cat[name]
+        assert b.score_range == (0.0, 1.0)
+        items = pl.read_parquet(b.items)
+        assert {"item_id", "text", "choices", "gold"} <= set(items.columns)
+        assert items["item_id"].dtype == pl.String and items["text"].str.len_chars().min() > 0
+        rm = read_responses(b.responses)
+        assert rm.matrix.shape == (6, items.height)
+        assert rm.item_ids == items["item_id"].to_list()
+        assert set(np.unique(rm.matrix)) <= {0, 1}
+        col = scores[name].to_numpy()
+        assert np.all((col >= 0) & (col <= 1))
+        np.testing.assert_allclose(col, rm.matrix.mean(axis=1))
+        np.testing.assert_allclose(world.scores[:, j], col)
+
+    # truth: every corpus document has a domain; model and benchmark metadata
+    truth = json.loads((root / "truth.json").read_text())
+    docs = read_corpus(root / "corpus")
+    assert {d.doc_id for d in docs} == set(truth["corpus_domains"])
+    assert set(truth["corpus_domains"].values()) == set(DOMAINS)
+    assert set(truth["models"]) == {m.id for m in reg}
+    for m in truth["models"].values():
+        assert abs(sum(m["mixture"].values()) - 1) < 1e-9 and m["steps"] > 0
+    assert set(truth["benchmarks"]) == set(world.benchmarks)
+
+
+def test_rebuild_reuses_models_and_is_deterministic(quick_world) -> None:
+    from sigmap_lib.worlds.zoo import build_zoo_world
+
+    world, _ = quick_world
+    assert len(world.trained) == 6 and not world.reused
+    weights = sorted(world.root.glob("models/*/*.safetensors"))
+    mtimes = [p.stat().st_mtime_ns for p in weights]
+    t0 = time.perf_counter()
+    again = build_zoo_world(world.root, quick=True, seed=0)
+    assert again.trained == [] and len(again.reused) == 6
+    assert [p.stat().st_mtime_ns for p in weights] == mtimes
+    assert time.perf_counter() - t0 < world.timings["train_models"] + world.timings["evaluate"]
+    for name in world.benchmarks:
+        np.testing.assert_array_equal(again.responses[name], world.responses[name])
+    items = {p.name: pl.read_parquet(p) for p in (world.root / "items").glob("*.parquet")}
+    assert len(items) == 16
