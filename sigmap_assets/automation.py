@@ -1,28 +1,92 @@
 """Declarative automation conditions shared by the graph.
 
 `AutomationCondition.eager()` never fires an aggregate while any upstream partition is
-missing or failed (one model that never loads would freeze every overlap forever).
-Aggregates here instead refresh whenever any upstream partition was updated since they
-last handled it, wait only while an upstream run is in progress, and use whatever
-upstream partitions are materialized.
+missing or failed (one model that never loads would freeze every overlap forever). The
+conditions here:
+
+- refresh when an upstream asset's *data version* changed since the asset last ran (or
+  will be requested on the same tick, so a whole chain goes out together). Roots that
+  return a content fingerprint as data version (`benchmark_scores`, `benchmark_catalog`,
+  `model_registry`, `nll_ranks`) therefore do not re-trigger the graph when a nightly
+  re-read finds nothing new;
+- never wait for a missing or failed upstream *partition*: an aggregate needs only one
+  materialized upstream partition (of any dependency) and uses whatever is materialized;
+- wait while anything up to four levels upstream is in progress (or, two or more levels
+  up, requested on this tick), so a model still being scored, or a chain still running,
+  does not make screening, the overlaps and the report run twice for one update;
+- fire once per update (`since_last_handled`): a failed run is not retried in a loop.
+
+`token_nll` has no condition: its runs come only from `new_model_sensor` (one run per new
+model) or from a backfill, so GPU work is never requested twice.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import dagster as dg
 
+AC = dg.AutomationCondition
 
-def aggregate_condition() -> dg.AutomationCondition:
-    """Refresh on any upstream update; do not wait for missing or failed upstream partitions."""
+#: How many levels upstream an in-progress (or just requested) run holds an asset back:
+#: overlap_report → signature_overlap → signatures → screened_candidates → nll_ranks.
+UPSTREAM_DEPTH = 4
+
+
+def _ignoring(cond, ignore: Sequence[str]):
+    return cond.ignore(dg.AssetSelection.assets(*ignore)) if ignore else cond
+
+
+def deps_changed(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
+    """A dependency's data version changed since the previous tick (not by a run that also
+    updated this asset), or the dependency will be requested on this tick."""
+    cond = AC.any_deps_match(
+        (AC.data_version_changed() & ~AC.executed_with_root_target()).with_label("data version changed")
+        | AC.will_be_requested()
+    )
+    return _ignoring(cond, ignore).with_label("any dep changed")
+
+
+def upstream_busy(depth: int = UPSTREAM_DEPTH) -> dg.AutomationCondition:
+    """A direct dependency is in progress, or something 2..``depth`` levels upstream is in
+    progress or requested on this tick (a direct dependency requested on this tick is not
+    "busy": the asset goes out in the same launch, after it)."""
+    deeper: dg.AutomationCondition = AC.in_progress() | AC.will_be_requested()
+    for _ in range(depth - 2):
+        deeper = AC.in_progress() | AC.will_be_requested() | AC.any_deps_match(deeper)
+    return AC.any_deps_match(AC.in_progress() | AC.any_deps_match(deeper)).with_label(
+        f"upstream in progress or requested (≤{depth} levels)"
+    )
+
+
+def aggregate_condition(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
+    """Unpartitioned aggregates: refresh on upstream changes with whatever is materialized.
+
+    ``ignore``: dependencies whose changes always reach this asset through another
+    dependency too (`signature_overlap` reads `nll_ranks`, but a new rank matrix matters to it
+    only once the signatures built on it exist): their updates neither trigger it nor count
+    as something to use, so the asset runs once per update, after the longer path.
+    """
     return (
-        (dg.AutomationCondition.any_deps_updated() | dg.AutomationCondition.code_version_changed())
+        (AC.newly_missing() | deps_changed(ignore) | AC.code_version_changed())
         .since_last_handled()
-        .with_label("any upstream updated since last handled")
-        & ~dg.AutomationCondition.any_deps_in_progress()
-        & ~dg.AutomationCondition.in_progress()
-    ).with_label("aggregate: refresh on upstream updates, never wait for missing partitions")
+        .with_label("missing or upstream changed since last handled")
+        & _ignoring(AC.any_deps_match(~AC.missing() | AC.will_be_requested()), ignore).with_label(
+            "some upstream partition is materialized"
+        )
+        & ~upstream_busy()
+        & ~AC.in_progress()
+    ).with_label("aggregate: refresh on upstream changes, never wait for missing partitions")
 
 
 def partition_condition() -> dg.AutomationCondition:
-    """Per-partition assets: the standard eager behaviour (fill new partitions, follow updates)."""
-    return dg.AutomationCondition.eager()
+    """Per-benchmark assets: fill new partitions and follow upstream changes (like
+    `eager()`, but on data-version changes and waiting for in-progress upstream runs)."""
+    return (
+        (AC.newly_missing() | deps_changed() | AC.code_version_changed())
+        .since_last_handled()
+        .with_label("missing or upstream changed since last handled")
+        & ~AC.any_deps_missing()
+        & ~upstream_busy()
+        & ~AC.in_progress()
+    ).with_label("partition: fill new partitions, follow upstream changes")

@@ -92,15 +92,26 @@ def _latest_versions(instance: dg.DagsterInstance, key: dg.AssetKey, partitions:
     return out
 
 
+def failure_message(event) -> str:
+    """The innermost error message of a step failure (the user's error, not Dagster's wrapper)."""
+    data = getattr(event, "event_specific_data", None)
+    err = getattr(data, "error", None)
+    if err is None:
+        return event.message or "failed"
+    while getattr(err, "cause", None) is not None:
+        err = err.cause
+    return f"{err.cls_name}: {err.message.strip()}"
+
+
 class DemoRunner:
     def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, state_path: Path,
-                 log: Callable[[str], None] | None = None) -> None:
+                 log: Callable[[str], None] | None = None, resources: dict | None = None) -> None:
         self.defs = defs
         self.instance = instance
         self.state_path = state_path
         self.graph = defs.resolve_asset_graph()
         self.assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
-        self.resources = defs.resources or {}
+        self.resources = resources if resources is not None else (defs.resources or {})
         self.state = json.loads(state_path.read_text()) if state_path.exists() else {}
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
 
@@ -139,10 +150,7 @@ class DemoRunner:
             partition_key=partition, tags=tags, run_config=QUIET_RUN_CONFIG, raise_on_error=False,
         )
         if not result.success:
-            failures = [
-                f"{ev.step_key}: {ev.event_specific_data.error.message.strip() if ev.event_specific_data and ev.event_specific_data.error else ev.message}"
-                for ev in result.all_events if ev.is_step_failure
-            ]
+            failures = [f"{ev.step_key}: {failure_message(ev)}" for ev in result.all_events if ev.is_step_failure]
             raise RuntimeError(f"materializing {', '.join(assets)} failed:\n  " + "\n  ".join(failures))
         return time.perf_counter() - t0
 

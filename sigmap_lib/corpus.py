@@ -348,14 +348,14 @@ def _atomic_write_bytes(path: Path, data: bytes) -> None:
         raise
 
 
-def _atomic_write_parquet(table: Any, path: Path) -> None:
+def _atomic_write_parquet(table: Any, path: Path, row_group_size: int | None = None) -> None:
     import pyarrow.parquet as pq
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     os.close(fd)
     try:
-        pq.write_table(table, tmp, compression="zstd")
+        pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -391,8 +391,10 @@ def build_corpus_store(
     documents
         From :func:`read_corpus` (or any ``Document`` list with unique ids).
     out_dir
-        Target folder; existing store files there are replaced atomically, file by file,
-        with ``manifest.json`` written last (a store without a manifest is incomplete).
+        Target folder. Every new file is written in full under a temporary name before
+        any existing store file is replaced (a write failure such as a full disk leaves
+        the previous store readable and unchanged); the files are then renamed into
+        place, ``manifest.json`` last (a store without a manifest is incomplete).
     shard_units
         Approximate units per shard; a shard closes at the first document boundary at
         or after ``shard_units`` units.
@@ -472,10 +474,10 @@ def build_corpus_store(
         }
     )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "manifest.json").unlink(missing_ok=True)  # store is incomplete until rewritten
-    _atomic_write_parquet(doc_table, out / "documents.parquet")
-    _atomic_write_parquet(unit_table, out / "units.parquet")
-    _atomic_write_parquet(shard_table, out / "shards.parquet")
+    # Every new file is first written in full under a temporary name: a failure while
+    # writing (disk full, kill) leaves a previous store untouched and readable. Only then
+    # is the old manifest removed and the files renamed into place, manifest last (a
+    # crash between the renames leaves a store without manifest: detected as incomplete).
     manifest = {
         "format": _FORMAT,
         "n_documents": len(docs),
@@ -486,7 +488,28 @@ def build_corpus_store(
         "pattern": pat,
         "fingerprint": fingerprint,
     }
-    _atomic_write_bytes(out / "manifest.json", json.dumps(manifest, indent=2).encode())
+    staged: list[tuple[Path, Path]] = []
+    staged_manifest = out / f".manifest.json.{os.getpid()}.staged"
+    try:
+        # small row groups: a shard's texts are read without decoding the whole corpus
+        for table, name, rg in (
+            (doc_table, "documents.parquet", 256),
+            (unit_table, "units.parquet", None),
+            (shard_table, "shards.parquet", None),
+        ):
+            tmp = out / f".{name}.{os.getpid()}.staged"
+            _atomic_write_parquet(table, tmp, row_group_size=rg)
+            staged.append((tmp, out / name))
+        _atomic_write_bytes(staged_manifest, json.dumps(manifest, indent=2).encode())
+    except BaseException:
+        for tmp, _ in staged:
+            tmp.unlink(missing_ok=True)
+        staged_manifest.unlink(missing_ok=True)
+        raise
+    (out / "manifest.json").unlink(missing_ok=True)  # store is incomplete until rewritten
+    for tmp, final in staged:
+        os.replace(tmp, final)
+    os.replace(staged_manifest, out / "manifest.json")
     return CorpusStore.open(out)
 
 

@@ -21,7 +21,7 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 
-DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 3, 8))
+DEFAULT_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-6, 3, 10))
 
 
 def _as_2d(x: np.ndarray, what: str) -> np.ndarray:
@@ -29,7 +29,9 @@ def _as_2d(x: np.ndarray, what: str) -> np.ndarray:
     if arr.ndim == 1:
         arr = arr[:, None]
     if arr.ndim != 2:
-        raise SigmapInputError(f"{what}: covariates must be 1-D or 2-D (n, k), got shape {arr.shape}")
+        raise SigmapInputError(
+            f"{what}: covariates must be 1-D or 2-D (n, k), got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)):
         raise SigmapInputError(f"{what}: covariates contain NaN/inf")
     return arr
@@ -73,12 +75,19 @@ class GamModel:
         """Predicted scores, shape ``(n,)``, for covariates ``(n, k)`` (or ``(n,)`` if k = 1)."""
         arr = _as_2d(x, "GAM predict")
         if arr.shape[1] != self.n_features:
-            raise SigmapInputError(f"GAM predict: expected {self.n_features} covariates, got {arr.shape[1]}")
+            raise SigmapInputError(
+                f"GAM predict: expected {self.n_features} covariates, got {arr.shape[1]}"
+            )
         z = _standardise(arr, self._center, self._scale, self.x_train)
         return np.asarray(self._res.predict(exog=np.ones((len(z), 1)), exog_smooth=z), dtype=float)
 
     def to_dict(self) -> dict:
-        return {"alpha": self.alpha, "df": self.df, "degree": self.degree, "cv_rmse": {str(k): v for k, v in self.cv_rmse.items()}}
+        return {
+            "alpha": self.alpha,
+            "df": self.df,
+            "degree": self.degree,
+            "cv_rmse": {str(k): v for k, v in self.cv_rmse.items()},
+        }
 
     @classmethod
     def from_arrays(cls, x: np.ndarray, y: np.ndarray, meta: dict) -> GamModel:
@@ -92,7 +101,9 @@ class GamModel:
         )
 
 
-def _standardise(x: np.ndarray, center: np.ndarray, scale: np.ndarray, x_train: np.ndarray) -> np.ndarray:
+def _standardise(
+    x: np.ndarray, center: np.ndarray, scale: np.ndarray, x_train: np.ndarray
+) -> np.ndarray:
     lo = x_train.min(axis=0)
     hi = x_train.max(axis=0)
     return (np.clip(x, lo, hi) - center) / scale
@@ -108,7 +119,13 @@ def _glmgam_fit(x: np.ndarray, y: np.ndarray, alpha: float, df: int, degree: int
     z = (x - center) / scale
     k = z.shape[1]
     smoother = BSplines(z, df=[df] * k, degree=[degree] * k, include_intercept=False)
-    model = GLMGam(y, exog=np.ones((len(y), 1)), smoother=smoother, alpha=[alpha] * k, family=sm.families.Gaussian())
+    model = GLMGam(
+        y,
+        exog=np.ones((len(y), 1)),
+        smoother=smoother,
+        alpha=[alpha] * k,
+        family=sm.families.Gaussian(),
+    )
     res = model.fit()
     return res, center, scale
 
@@ -119,7 +136,7 @@ def fit_gam(
     *,
     alpha: float | None = None,
     alphas: tuple[float, ...] = DEFAULT_ALPHAS,
-    df: int = 8,
+    df: int = 20,
     degree: int = 3,
     n_folds: int = 5,
     seed: int = 0,
@@ -150,7 +167,9 @@ def fit_gam(
     if not np.all(np.isfinite(ya)):
         raise SigmapInputError(f"{what}: target contains NaN/inf")
     if len(ya) < max(4 * df, 20):
-        raise SigmapInputError(f"{what}: need at least {max(4 * df, 20)} observations, got {len(ya)}")
+        raise SigmapInputError(
+            f"{what}: need at least {max(4 * df, 20)} observations, got {len(ya)}"
+        )
     cv: dict[float, float] = {}
     if alpha is None:
         cv = _cv_alphas(xa, ya, alphas, df, degree, n_folds, seed)
@@ -159,7 +178,13 @@ def fit_gam(
 
 
 def _cv_alphas(
-    x: np.ndarray, y: np.ndarray, alphas: tuple[float, ...], df: int, degree: int, n_folds: int, seed: int
+    x: np.ndarray,
+    y: np.ndarray,
+    alphas: tuple[float, ...],
+    df: int,
+    degree: int,
+    n_folds: int,
+    seed: int,
 ) -> dict[float, float]:
     """K-fold CV RMSE of the GLMGam penalised least-squares fit for each alpha.
 
@@ -174,7 +199,13 @@ def _cv_alphas(
     z = (x - x.mean(axis=0)) / np.where(x.std(axis=0) == 0, 1.0, x.std(axis=0))
     k = z.shape[1]
     smoother = BSplines(z, df=[df] * k, degree=[degree] * k, include_intercept=False)
-    model = GLMGam(y, exog=np.ones((len(y), 1)), smoother=smoother, alpha=[1.0] * k, family=sm.families.Gaussian())
+    model = GLMGam(
+        y,
+        exog=np.ones((len(y), 1)),
+        smoother=smoother,
+        alpha=[1.0] * k,
+        family=sm.families.Gaussian(),
+    )
     design = np.asarray(model.exog, float)
     folds = np.random.default_rng(seed).permutation(len(y)) % n_folds
     grams = []
@@ -208,7 +239,9 @@ class PSpline:
     hi: float
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        return _pspline_basis(np.clip(np.asarray(x, float), self.lo, self.hi), self.knots) @ self.coef
+        return (
+            _pspline_basis(np.clip(np.asarray(x, float), self.lo, self.hi), self.knots) @ self.coef
+        )
 
 
 def _pspline_basis(x: np.ndarray, knots: np.ndarray) -> np.ndarray:
@@ -217,7 +250,9 @@ def _pspline_basis(x: np.ndarray, knots: np.ndarray) -> np.ndarray:
     return BSpline.design_matrix(x, knots, 3, extrapolate=True).toarray()
 
 
-def fit_pspline(x: np.ndarray, y: np.ndarray, *, n_segments: int = 8, penalty: float = 1.0) -> PSpline:
+def fit_pspline(
+    x: np.ndarray, y: np.ndarray, *, n_segments: int = 8, penalty: float = 1.0
+) -> PSpline:
     """Eilers-Marx P-spline: cubic B-splines on equal segments, 2nd-difference penalty.
 
     ``x`` and ``y`` are 1-D of equal length; the penalty is relative to the basis Gram

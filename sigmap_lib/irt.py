@@ -15,10 +15,11 @@ Ability grids / vectors ``theta`` are 1-D; probability and information matrices 
 Fitting uses the PyPI package ``mirt`` (EM, standard normal latent density). Its EM
 box-constrains slopes to [0.1, 5] and difficulties to [-6, 6], and its native 2PL fast
 path hard-codes those bounds. R's mirt (the original metabench pipeline) is unbounded:
-real benchmark items have slopes from -8.5 to 55. :func:`fit_irt` therefore widens the
-box for the duration of the fit and passes start values (which routes 2PL through the
-generic EM that honours the box), with the slope's start sign taken from the item-total
-correlation so that negatively discriminating items converge to negative slopes.
+real benchmark items have slopes from -8.5 to 55. :func:`fit_irt` therefore first fits
+with mirt's defaults (fast), and if any estimate sits on that box it refits with the box
+widened (:data:`WIDE_BOUNDS`) and start values (which routes 2PL through the generic EM
+that honours the box); the start slope's sign comes from the item-rest correlation so
+that negatively discriminating items converge to negative slopes.
 
 Scoring of NEW response matrices with fixed parameters (MAP, EAP, EAPsum) is done here
 in NumPy on a quadrature grid with a standard normal prior (vectorised over models).
@@ -78,11 +79,15 @@ def _as_matrix(responses: pd.DataFrame | np.ndarray, what: str) -> tuple[np.ndar
         x = np.asarray(responses, dtype=float)
         items = [f"item_{j}" for j in range(x.shape[1])] if x.ndim == 2 else []
     if x.ndim != 2:
-        raise SigmapInputError(f"{what}: responses must be a 2-D (models x items) matrix, got shape {x.shape}")
+        raise SigmapInputError(
+            f"{what}: responses must be a 2-D (models x items) matrix, got shape {x.shape}"
+        )
     finite = x[np.isfinite(x)]
     if finite.size and not np.all((finite == 0) | (finite == 1)):
         bad = np.unique(finite[(finite != 0) & (finite != 1)])[:5]
-        raise SigmapInputError(f"{what}: responses must be 0/1 (NaN = missing); found values {bad.tolist()}")
+        raise SigmapInputError(
+            f"{what}: responses must be 0/1 (NaN = missing); found values {bad.tolist()}"
+        )
     return x, items
 
 
@@ -153,15 +158,21 @@ def fit_irt(
     import mirt
 
     if model not in IRT_MODELS:
-        raise SigmapInputError(f"{benchmark}: unknown IRT model {model!r}; choose one of {IRT_MODELS}")
+        raise SigmapInputError(
+            f"{benchmark}: unknown IRT model {model!r}; choose one of {IRT_MODELS}"
+        )
     x, items = _as_matrix(responses, benchmark)
     n, m = x.shape
     if n < 20 or m < 2:
-        raise SigmapInputError(f"{benchmark}: need at least 20 models and 2 items to fit IRT, got {n} x {m}")
+        raise SigmapInputError(
+            f"{benchmark}: need at least 20 models and 2 items to fit IRT, got {n} x {m}"
+        )
     p = np.nanmean(x, axis=0)
     if np.any(~np.isfinite(p)) or np.any(p <= 0) or np.any(p >= 1):
         bad = [items[j] for j in np.where(~(np.isfinite(p) & (p > 0) & (p < 1)))[0][:5]]
-        raise SigmapInputError(f"{benchmark}: items with no variance (all 0 or all 1) cannot be fitted: {bad}")
+        raise SigmapInputError(
+            f"{benchmark}: items with no variance (all 0 or all 1) cannot be fitted: {bad}"
+        )
     # start values: slope sign from the item-rest correlation, difficulty from p
     xf = np.where(np.isfinite(x), x, np.nanmean(x, axis=0))
     total = xf.sum(axis=1)
@@ -174,28 +185,50 @@ def fit_irt(
     a0 = sign * 1.0
     pc = np.clip(p, 0.02, 0.98)
     b0 = -np.log(pc / (1 - pc)) / (1.7 * a0)
-    start: dict[str, np.ndarray] = {"discrimination": a0, "difficulty": b0}
-    if model in ("3PL", "4PL"):
-        start["guessing"] = np.full(m, 0.05)
-    if model == "4PL":
-        start["upper"] = np.full(m, 0.98)
-    with _wide_mirt_bounds(bounds or WIDE_BOUNDS):
-        res = mirt.fit_mirt(
-            x,
-            model=model,
-            max_iter=int(max_iter),
-            tol=float(tol),
-            n_quadpts=int(n_quadpts),
-            compute_standard_errors=False,
-            start_values=start,
-            item_names=items,
-        )
+    # 1) mirt's own path (native fast path for 2PL) with its default box; 2) if any
+    #    estimate sits on that box, refit in the wide box from start values.
+    res = mirt.fit_mirt(
+        x,
+        model=model,
+        max_iter=int(max_iter),
+        tol=float(tol),
+        n_quadpts=int(n_quadpts),
+        compute_standard_errors=False,
+        item_names=items,
+    )
+    refit = _on_default_bounds(res.model.parameters)
+    if refit.any():
+        pars = res.model.parameters
+        a_prev = np.asarray(pars["discrimination"], float).reshape(m)
+        b_prev = np.asarray(pars["difficulty"], float).reshape(m)
+        a_start = np.where(refit, a0, a_prev)
+        b_start = np.where(refit, b0, b_prev)
+        start: dict[str, np.ndarray] = {"discrimination": a_start, "difficulty": b_start}
+        if model in ("3PL", "4PL"):
+            start["guessing"] = np.where(
+                refit, 0.05, np.asarray(pars["guessing"], float).reshape(m)
+            )
+        if model == "4PL":
+            start["upper"] = np.where(refit, 0.98, np.asarray(pars["upper"], float).reshape(m))
+        with _wide_mirt_bounds(bounds or WIDE_BOUNDS):
+            res = mirt.fit_mirt(
+                x,
+                model=model,
+                max_iter=int(max_iter),
+                tol=float(tol),
+                n_quadpts=int(n_quadpts),
+                compute_standard_errors=False,
+                start_values=start,
+                item_names=items,
+            )
     pars = res.model.parameters
     a = np.asarray(pars["discrimination"], float).reshape(m)
     bb = np.asarray(pars["difficulty"], float).reshape(m)
     g = np.asarray(pars.get("guessing", np.zeros(m)), float).reshape(m)
     u = np.asarray(pars.get("upper", np.ones(m)), float).reshape(m)
-    params = pd.DataFrame({"a1": a, "d": -a * bb, "g": g, "u": u, "b": bb}, index=pd.Index(items, name="item"))
+    params = pd.DataFrame(
+        {"a1": a, "d": -a * bb, "g": g, "u": u, "b": bb}, index=pd.Index(items, name="item")
+    )
     return IrtFit(
         params=params,
         model=model,
@@ -203,6 +236,18 @@ def fit_irt(
         n_iterations=int(res.n_iterations),
         converged=bool(res.converged),
     )
+
+
+def _on_default_bounds(pars: dict) -> np.ndarray:
+    """Items whose estimate touches mirt's default box (slope 0.1/5, |b| 6, g 0.5, u 0.5)."""
+    a = np.asarray(pars["discrimination"], float).reshape(-1)
+    b = np.asarray(pars["difficulty"], float).reshape(-1)
+    hit = (a <= 0.1 + 1e-3) | (a >= 5.0 - 1e-3) | (np.abs(b) >= 6.0 - 1e-3)
+    if "guessing" in pars:
+        hit |= np.asarray(pars["guessing"], float).reshape(-1) >= 0.5 - 1e-3
+    if "upper" in pars:
+        hit |= np.asarray(pars["upper"], float).reshape(-1) <= 0.5 + 1e-3
+    return hit
 
 
 def _arrays(params: pd.DataFrame) -> tuple[np.ndarray, ...]:
@@ -284,13 +329,17 @@ def estimate_theta(
     from scipy.stats import norm
 
     if method not in THETA_METHODS:
-        raise SigmapInputError(f"{benchmark}: unknown theta method {method!r}; choose one of {THETA_METHODS}")
+        raise SigmapInputError(
+            f"{benchmark}: unknown theta method {method!r}; choose one of {THETA_METHODS}"
+        )
     params = validate_params(params, f"{benchmark} item parameters")
     if isinstance(responses, pd.DataFrame):
         cols = [str(c) for c in responses.columns]
         missing = [i for i in params.index.astype(str) if i not in set(cols)]
         if missing:
-            raise SigmapInputError(f"{benchmark}: responses lack {len(missing)} scored items, e.g. {missing[:5]}")
+            raise SigmapInputError(
+                f"{benchmark}: responses lack {len(missing)} scored items, e.g. {missing[:5]}"
+            )
         idx = responses.index
         resp = responses.copy()
         resp.columns = cols
@@ -299,7 +348,9 @@ def estimate_theta(
         x, _ = _as_matrix(responses, benchmark)
         idx = pd.RangeIndex(x.shape[0])
         if x.shape[1] != len(params):
-            raise SigmapInputError(f"{benchmark}: responses have {x.shape[1]} items but params {len(params)}")
+            raise SigmapInputError(
+                f"{benchmark}: responses have {x.shape[1]} items but params {len(params)}"
+            )
     nodes = np.linspace(bounds[0], bounds[1], int(n_quadpts))
     logprior = norm.logpdf(nodes)
     if method == "EAPsum":
@@ -343,7 +394,9 @@ def _map_refine(
         r = np.where(obs, (x1 - p) / (p * q), 0.0)
         grad = (r * dp).sum(1) - t
         # exact second derivative of x log P + (1-x) log Q
-        h2 = np.where(obs, x1 * (d2p / p - (dp / p) ** 2) + (1 - x1) * (-d2p / q - (dp / q) ** 2), 0.0)
+        h2 = np.where(
+            obs, x1 * (d2p / p - (dp / p) ** 2) + (1 - x1) * (-d2p / q - (dp / q) ** 2), 0.0
+        )
         hess = h2.sum(1) - 1.0
         return grad, hess
 
@@ -367,7 +420,9 @@ def _eapsum(
 ) -> tuple[np.ndarray, np.ndarray]:
     """EAP given sum scores via the Lord-Wingersky recursion (complete responses only)."""
     if not np.all(np.isfinite(x)):
-        raise SigmapInputError(f"{benchmark}: EAPsum needs complete responses (found missing values)")
+        raise SigmapInputError(
+            f"{benchmark}: EAPsum needs complete responses (found missing values)"
+        )
     prob = item_probabilities(params, nodes)  # (Q, m)
     q_n, m = prob.shape
     lw = np.zeros((m + 1, q_n))

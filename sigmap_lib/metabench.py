@@ -86,7 +86,7 @@ class MetabenchConfig:
     lam: float = 0.005
     lam_by_benchmark: dict[str, float] = field(default_factory=dict)
     min_items: int = 10
-    gam_df: int = 8
+    gam_df: int = 20
     n_random_baseline: int = 5
 
     @classmethod
@@ -94,13 +94,17 @@ class MetabenchConfig:
         known = set(cls.__dataclass_fields__)
         unknown = sorted(set(config) - known)
         if unknown:
-            raise SigmapInputError(f"metabench config: unknown option(s) {unknown}; known: {sorted(known)}")
+            raise SigmapInputError(
+                f"metabench config: unknown option(s) {unknown}; known: {sorted(known)}"
+            )
         cfg = cls(**config)
         for name in ("irt_models", "theta_methods", "grid_types"):
             setattr(cfg, name, tuple(getattr(cfg, name)))
         bad = [m for m in cfg.irt_models if m not in IRT_MODELS]
         if bad or not cfg.irt_models:
-            raise SigmapInputError(f"metabench config: irt_models must be a non-empty subset of {IRT_MODELS}, got {bad}")
+            raise SigmapInputError(
+                f"metabench config: irt_models must be a non-empty subset of {IRT_MODELS}, got {bad}"
+            )
         bad = [m for m in cfg.theta_methods if m not in ("MAP", "EAP", "EAPsum")]
         if bad or not cfg.theta_methods:
             raise SigmapInputError(f"metabench config: unknown theta_methods {bad}")
@@ -154,7 +158,9 @@ def type4_quantiles(x: np.ndarray, probs: np.ndarray) -> np.ndarray:
     return np.where((h > 0) & (h < 1) & (lo != hi), out, lo)
 
 
-def stratified_sample(y: np.ndarray, frac: float, rng: np.random.Generator, n_groups: int = 5) -> np.ndarray:
+def stratified_sample(
+    y: np.ndarray, frac: float, rng: np.random.Generator, n_groups: int = 5
+) -> np.ndarray:
     """Boolean mask drawing ``frac`` of each quantile group of ``y`` (caret::createDataPartition)."""
     y = np.asarray(y, float)
     cuts = np.unique(np.quantile(y, np.linspace(0, 1, n_groups + 1)))
@@ -178,7 +184,9 @@ def stratified_folds(y: np.ndarray, n_folds: int, rng: np.random.Generator) -> n
     return folds
 
 
-def information_filter(info: np.ndarray, grid: np.ndarray, threshold: float, n_quant: int) -> list[int]:
+def information_filter(
+    info: np.ndarray, grid: np.ndarray, threshold: float, n_quant: int
+) -> list[int]:
     """Greedy information filtering (ALGORITHM.md §5, steps 4-6).
 
     Parameters
@@ -198,7 +206,9 @@ def information_filter(info: np.ndarray, grid: np.ndarray, threshold: float, n_q
     grid = np.asarray(grid, float).reshape(-1)
     info = np.asarray(info, float)
     if info.ndim != 2 or info.shape[0] != len(grid):
-        raise SigmapInputError(f"information filter: info has shape {info.shape}, grid has {len(grid)} points")
+        raise SigmapInputError(
+            f"information filter: info has shape {info.shape}, grid has {len(grid)} points"
+        )
     order = np.argsort(grid, kind="stable")
     grid = grid[order]
     info = info[order]
@@ -238,27 +248,41 @@ def item_statistics(x: np.ndarray, guess_factor: float = 0.75) -> pd.DataFrame:
 
 def _check_inputs(responses: dict[str, pd.DataFrame], full_scores: pd.DataFrame) -> None:
     if not isinstance(responses, dict) or not responses:
-        raise SigmapInputError("metabench: responses must be a non-empty dict benchmark -> DataFrame")
+        raise SigmapInputError(
+            "metabench: responses must be a non-empty dict benchmark -> DataFrame"
+        )
     if not isinstance(full_scores, pd.DataFrame):
         raise SigmapInputError("metabench: full_scores must be a DataFrame (models x benchmarks)")
     for bm, df in responses.items():
         if bm not in full_scores.columns:
-            raise SigmapInputError(f"metabench: benchmark {bm!r} has responses but no column in full_scores")
+            raise SigmapInputError(
+                f"metabench: benchmark {bm!r} has responses but no column in full_scores"
+            )
         if not isinstance(df, pd.DataFrame):
-            raise SigmapInputError(f"metabench: responses[{bm!r}] must be a DataFrame (models x items)")
+            raise SigmapInputError(
+                f"metabench: responses[{bm!r}] must be a DataFrame (models x items)"
+            )
         if df.index.has_duplicates:
-            raise SigmapInputError(f"{bm}: duplicate model ids, e.g. {df.index[df.index.duplicated()][:3].tolist()}")
+            raise SigmapInputError(
+                f"{bm}: duplicate model ids, e.g. {df.index[df.index.duplicated()][:3].tolist()}"
+            )
         if df.columns.has_duplicates:
-            raise SigmapInputError(f"{bm}: duplicate item ids, e.g. {df.columns[df.columns.duplicated()][:3].tolist()}")
+            raise SigmapInputError(
+                f"{bm}: duplicate item ids, e.g. {df.columns[df.columns.duplicated()][:3].tolist()}"
+            )
         vals = df.to_numpy(dtype=float, na_value=np.nan)
         if np.isnan(vals).any():
-            raise SigmapInputError(f"{bm}: responses contain missing values; metabench needs complete 0/1 matrices")
+            raise SigmapInputError(
+                f"{bm}: responses contain missing values; metabench needs complete 0/1 matrices"
+            )
         if not np.all((vals == 0) | (vals == 1)):
             raise SigmapInputError(f"{bm}: responses must be 0/1")
         s = full_scores[bm].reindex(df.index)
         if s.isna().any():
             miss = s.index[s.isna()][:3].tolist()
-            raise SigmapInputError(f"{bm}: {int(s.isna().sum())} models have responses but no full score, e.g. {miss}")
+            raise SigmapInputError(
+                f"{bm}: {int(s.isna().sum())} models have responses but no full score, e.g. {miss}"
+            )
         if len(df) < 50:
             raise SigmapInputError(f"{bm}: need at least 50 models, got {len(df)}")
     if full_scores.index.has_duplicates:
@@ -277,7 +301,9 @@ def split_models(full_scores: pd.DataFrame, *, test_frac: float = 0.1, seed: int
     """
     complete = full_scores.dropna()
     if len(complete) < 20:
-        raise SigmapInputError(f"metabench split: only {len(complete)} models have scores on every benchmark (need >= 20)")
+        raise SigmapInputError(
+            f"metabench split: only {len(complete)} models have scores on every benchmark (need >= 20)"
+        )
     rng = np.random.default_rng(seed)
     test = stratified_sample(complete.mean(axis=1).to_numpy(), test_frac, rng)
     out = pd.Series("train", index=full_scores.index, name="split")
@@ -338,7 +364,9 @@ def build_item_pool(
     stats["excluded_by"] = excluded
     kept = np.where(excluded == "")[0]
     if len(kept) < cfg.min_items:
-        raise SigmapInputError(f"{benchmark}: only {len(kept)} items survive filtering (need >= {cfg.min_items})")
+        raise SigmapInputError(
+            f"{benchmark}: only {len(kept)} items survive filtering (need >= {cfg.min_items})"
+        )
     # validation models: stratified on the score among training models
     y = scores.reindex(models).to_numpy(float)
     tr_idx = np.where(train)[0]
@@ -367,9 +395,11 @@ def _stable_hash(text: str) -> int:
     return int.from_bytes(text.encode()[:8].ljust(8, b"\0"), "little") % (2**31)
 
 
-def _subsample(x: np.ndarray, y: np.ndarray, cfg: MetabenchConfig, rng: np.random.Generator) -> tuple[np.ndarray, float]:
+def _subsample(
+    x: np.ndarray, y: np.ndarray, cfg: MetabenchConfig, rng: np.random.Generator
+) -> tuple[np.ndarray, float]:
     """Minimax cross-validated random subset of ``cfg.pool_size`` columns of ``x``."""
-    n, m = x.shape
+    _n, m = x.shape
     folds = stratified_folds(y, cfg.n_folds, rng)
     best, best_cols = np.inf, None
     batch = 50
@@ -469,7 +499,9 @@ class BenchmarkFit:
     gam: GamModel
     val_rmse: float
     test_rmse: float
-    random_test_rmse: float  # mean test RMSE of random subsets of the same size (GAM on % correct)
+    random_test_rmse: (
+        float  # mean test RMSE of random same-size subsets of ALL items (GAM on % correct)
+    )
     n_pool: int
     search: pd.DataFrame
     info_grid: np.ndarray  # θ grid used for the selection
@@ -493,7 +525,9 @@ def select_items(
     y_all = scores.reindex(responses.index).to_numpy(float)
     tr, va, te = roles == "train", roles == "val", roles == "test"
     if va.sum() < 5 or te.sum() < 5:
-        raise SigmapInputError(f"{benchmark}: need >= 5 validation and test models (got {va.sum()}, {te.sum()})")
+        raise SigmapInputError(
+            f"{benchmark}: need >= 5 validation and test models (got {va.sum()}, {te.sum()})"
+        )
     xpool = responses[pool.pool_items]
     xpool.columns = [str(c) for c in xpool.columns]
     fit_index = responses.index[tr | va]
@@ -512,7 +546,13 @@ def select_items(
             taus = np.unique(np.quantile(peaks, np.linspace(0.0, 0.8, cfg.n_tau)))
             for tau in taus:
                 sel = information_filter(info, grid, float(tau), cfg.n_quant)
-                rec = {"irt_model": model, "theta_method": method, "grid_type": grid_type, "threshold": float(tau), "n_items": len(sel)}
+                rec = {
+                    "irt_model": model,
+                    "theta_method": method,
+                    "grid_type": grid_type,
+                    "threshold": float(tau),
+                    "n_items": len(sel),
+                }
                 key = (model, method, tuple(sel))
                 if len(sel) < cfg.min_items:
                     rec.update(val_rmse=9999.0, objective=9999.0)
@@ -520,7 +560,17 @@ def select_items(
                     rec.update(val_rmse=seen[key]["val_rmse"], objective=seen[key]["objective"])
                 else:
                     items = [xpool.columns[j] for j in sel]
-                    v = _evaluate_selection(benchmark, xpool[items], y_all, tr, va, model, method, cfg, cfg.max_iter_search)
+                    v = _evaluate_selection(
+                        benchmark,
+                        xpool[items],
+                        y_all,
+                        tr,
+                        va,
+                        model,
+                        method,
+                        cfg,
+                        cfg.max_iter_search,
+                    )
                     rec.update(val_rmse=v["val_rmse"], objective=v["val_rmse"] + lam * len(sel))
                     seen[key] = rec
                 rec["selected"] = [xpool.columns[j] for j in sel]
@@ -531,13 +581,31 @@ def select_items(
         raise SigmapInputError(f"{benchmark}: no configuration selected >= {cfg.min_items} items")
     items = list(best["selected"])
     final = _evaluate_selection(
-        benchmark, xpool[items], y_all, tr, va, best["irt_model"], best["theta_method"], cfg, cfg.max_iter_final, full=True
+        benchmark,
+        xpool[items],
+        y_all,
+        tr,
+        va,
+        best["irt_model"],
+        best["theta_method"],
+        cfg,
+        cfg.max_iter_final,
+        full=True,
     )
     thetas = final["thetas"]
     thetas.insert(0, "role", roles)
     thetas["score"] = y_all
     thetas["score_pred"] = final["gam"].predict(thetas["theta"].to_numpy())
-    rnd = random_subset_rmse(xpool.to_numpy(float), y_all, tr, te, len(items), n_rep=cfg.n_random_baseline, seed=seed, df=cfg.gam_df)
+    rnd = random_subset_rmse(
+        responses.to_numpy(np.float32),
+        y_all,
+        tr,
+        te,
+        len(items),
+        n_rep=cfg.n_random_baseline,
+        seed=seed,
+        df=cfg.gam_df,
+    )
     return BenchmarkFit(
         benchmark=benchmark,
         irt_model=str(best["irt_model"]),
@@ -554,7 +622,9 @@ def select_items(
         test_rmse=rmse(thetas["score_pred"][te], y_all[te]),
         random_test_rmse=rnd,
         n_pool=len(pool.pool_items),
-        search=search.assign(selected=search["selected"].map(len)).rename(columns={"selected": "n_selected"}),
+        search=search.assign(selected=search["selected"].map(len)).rename(
+            columns={"selected": "n_selected"}
+        ),
         info_grid=grids[(best["irt_model"], best["theta_method"], int(best["grid_type"]))],
         item_stats=pool.item_stats,
     )
@@ -589,7 +659,15 @@ def _evaluate_selection(
 
 
 def random_subset_rmse(
-    x: np.ndarray, y: np.ndarray, tr: np.ndarray, te: np.ndarray, n_items: int, *, n_rep: int = 5, seed: int = 0, df: int = 8
+    x: np.ndarray,
+    y: np.ndarray,
+    tr: np.ndarray,
+    te: np.ndarray,
+    n_items: int,
+    *,
+    n_rep: int = 5,
+    seed: int = 0,
+    df: int = 8,
 ) -> float:
     """Mean test RMSE of ``score ~ s(% correct on a random n_items subset)`` (GAM fitted on train)."""
     rng = np.random.default_rng([seed, n_items])
@@ -621,7 +699,13 @@ class JointFit:
     thetas: pd.DataFrame  # models in all benchmarks: role + theta_<bm>
 
 
-def fit_joint(bench_fits: dict[str, BenchmarkFit], full_scores: pd.DataFrame, split: pd.Series, *, config: MetabenchConfig | None = None) -> JointFit:
+def fit_joint(
+    bench_fits: dict[str, BenchmarkFit],
+    full_scores: pd.DataFrame,
+    split: pd.Series,
+    *,
+    config: MetabenchConfig | None = None,
+) -> JointFit:
     """Union of selections; grand and per-benchmark scores from all θ; one-factor analysis."""
     from scipy.stats import spearmanr
     from statsmodels.multivariate.factor import Factor
@@ -633,25 +717,35 @@ def fit_joint(bench_fits: dict[str, BenchmarkFit], full_scores: pd.DataFrame, sp
     role = split.reindex(th.index).fillna("train")
     # a model is "test" only if it is a common test model; rows with any outlier role are dropped
     bad = np.zeros(len(th), bool)
-    for bm, f in bench_fits.items():
+    for f in bench_fits.values():
         bad |= (f.thetas["role"].reindex(th.index) == "outlier").to_numpy()
     th = th[~bad]
     role = role[~bad]
     tr = (role != "test").to_numpy()
     te = ~tr
     if tr.sum() < 50 or te.sum() < 5:
-        raise SigmapInputError(f"metabench joint: need >= 50 training and 5 test models with all benchmarks (got {tr.sum()}, {te.sum()})")
+        raise SigmapInputError(
+            f"metabench joint: need >= 50 training and 5 test models with all benchmarks (got {tr.sum()}, {te.sum()})"
+        )
     scores = full_scores.reindex(th.index)[bms]
     grand = scores.mean(axis=1).to_numpy()
     xth = th.to_numpy()
     grand_gam = fit_gam(xth[tr], grand[tr], df=cfg.gam_df, what="grand-score GAM")
-    rows = {"grand": {"test_rmse_joint": rmse(grand_gam.predict(xth[te]), grand[te]), "test_rmse_single": np.nan}}
+    rows = {
+        "grand": {
+            "test_rmse_joint": rmse(grand_gam.predict(xth[te]), grand[te]),
+            "test_rmse_single": np.nan,
+        }
+    }
     gams = {}
     for bm in bms:
         yb = scores[bm].to_numpy()
         gams[bm] = fit_gam(xth[tr], yb[tr], df=cfg.gam_df, what=f"{bm} joint GAM")
         single = bench_fits[bm].gam.predict(th[f"theta_{bm}"].to_numpy()[te])
-        rows[bm] = {"test_rmse_joint": rmse(gams[bm].predict(xth[te]), yb[te]), "test_rmse_single": rmse(single, yb[te])}
+        rows[bm] = {
+            "test_rmse_joint": rmse(gams[bm].predict(xth[te]), yb[te]),
+            "test_rmse_single": rmse(single, yb[te]),
+        }
     table = pd.DataFrame(rows).T
     fa_loadings = pd.Series(np.nan, index=th.columns)
     fscores = pd.Series(np.nan, index=th.index)
@@ -727,7 +821,9 @@ class MetabenchFit:
                     "val_rmse": f.val_rmse,
                     "test_rmse": f.test_rmse,
                     "random_test_rmse": f.random_test_rmse,
-                    "test_rmse_joint": float(self.joint.rmse_table.loc[bm, "test_rmse_joint"]) if self.joint else np.nan,
+                    "test_rmse_joint": float(self.joint.rmse_table.loc[bm, "test_rmse_joint"])
+                    if self.joint
+                    else np.nan,
                 }
             )
         return pd.DataFrame(rows)
@@ -739,7 +835,12 @@ class MetabenchFit:
         dest.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
         try:
-            meta: dict[str, Any] = {"format": "sigmap-metabench-1", "config": self.config.to_dict(), "seed": self.seed, "benchmarks": {}}
+            meta: dict[str, Any] = {
+                "format": "sigmap-metabench-1",
+                "config": self.config.to_dict(),
+                "seed": self.seed,
+                "benchmarks": {},
+            }
             self.split.rename("split").to_frame().to_parquet(tmp / "split.parquet")
             for bm, f in self.benchmarks.items():
                 meta["benchmarks"][bm] = {
@@ -774,7 +875,9 @@ class MetabenchFit:
                     "factor_loadings": j.factor_loadings.to_dict(),
                 }
                 j.rmse_table.to_parquet(tmp / "joint__rmse.parquet")
-                j.thetas.assign(factor_score=j.factor_scores).to_parquet(tmp / "joint__thetas.parquet")
+                j.thetas.assign(factor_score=j.factor_scores).to_parquet(
+                    tmp / "joint__thetas.parquet"
+                )
                 _gam_frame(j.grand_gam).to_parquet(tmp / "joint__grand_gam.parquet")
                 for bm, g in j.bench_gams.items():
                     _gam_frame(g).to_parquet(tmp / f"joint__{bm}__gam.parquet")
@@ -830,8 +933,13 @@ class MetabenchFit:
             jt = pd.read_parquet(src / "joint__thetas.parquet")
             joint = JointFit(
                 benchmarks=list(jm["benchmarks"]),
-                grand_gam=_gam_load(pd.read_parquet(src / "joint__grand_gam.parquet"), jm["grand_gam"]),
-                bench_gams={bm: _gam_load(pd.read_parquet(src / f"joint__{bm}__gam.parquet"), g) for bm, g in jm["bench_gams"].items()},
+                grand_gam=_gam_load(
+                    pd.read_parquet(src / "joint__grand_gam.parquet"), jm["grand_gam"]
+                ),
+                bench_gams={
+                    bm: _gam_load(pd.read_parquet(src / f"joint__{bm}__gam.parquet"), g)
+                    for bm, g in jm["bench_gams"].items()
+                },
                 rmse_table=pd.read_parquet(src / "joint__rmse.parquet"),
                 grand_test_rmse=float(jm["grand_test_rmse"]),
                 factor_loadings=pd.Series(jm["factor_loadings"], dtype=float),
@@ -852,7 +960,9 @@ def _gam_load(df: pd.DataFrame, meta: dict) -> GamModel:
     return GamModel.from_arrays(df.drop(columns="y").to_numpy(float), df["y"].to_numpy(float), meta)
 
 
-def fit_metabench(responses: dict[str, pd.DataFrame], full_scores: pd.DataFrame, *, seed: int = 0, **config: Any) -> MetabenchFit:
+def fit_metabench(
+    responses: dict[str, pd.DataFrame], full_scores: pd.DataFrame, *, seed: int = 0, **config: Any
+) -> MetabenchFit:
     """Run the whole metabench pipeline.
 
     Parameters
@@ -880,7 +990,13 @@ def fit_metabench(responses: dict[str, pd.DataFrame], full_scores: pd.DataFrame,
 
 
 def fit_benchmark(
-    benchmark: str, responses: pd.DataFrame, scores: pd.Series, split: pd.Series, *, seed: int = 0, config: MetabenchConfig | None = None
+    benchmark: str,
+    responses: pd.DataFrame,
+    scores: pd.Series,
+    split: pd.Series,
+    *,
+    seed: int = 0,
+    config: MetabenchConfig | None = None,
 ) -> BenchmarkFit:
     """Stages 2-4 for one benchmark (filter + pool -> IRT -> select/reconstruct)."""
     cfg = config or MetabenchConfig()
@@ -895,7 +1011,9 @@ def fit_benchmark(
 # using a fit
 
 
-def score_new_models(fit: MetabenchFit, responses: dict[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame]:
+def score_new_models(
+    fit: MetabenchFit, responses: dict[str, pd.DataFrame]
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """θ and reconstructed scores for models that answered the selected items.
 
     Parameters
@@ -915,7 +1033,9 @@ def score_new_models(fit: MetabenchFit, responses: dict[str, pd.DataFrame]) -> t
     th, sc = {}, {}
     for bm, df in responses.items():
         if bm not in fit.benchmarks:
-            raise SigmapInputError(f"score_new_models: benchmark {bm!r} is not in the fit (have {sorted(fit.benchmarks)})")
+            raise SigmapInputError(
+                f"score_new_models: benchmark {bm!r} is not in the fit (have {sorted(fit.benchmarks)})"
+            )
         f = fit.benchmarks[bm]
         d = df.copy()
         d.columns = [str(c) for c in d.columns]
@@ -931,7 +1051,9 @@ def score_new_models(fit: MetabenchFit, responses: dict[str, pd.DataFrame]) -> t
     return thetas, scores
 
 
-def export_items(fit: MetabenchFit, questions: dict[str, pd.DataFrame], out_dir: str | os.PathLike) -> dict[str, Path]:
+def export_items(
+    fit: MetabenchFit, questions: dict[str, pd.DataFrame], out_dir: str | os.PathLike
+) -> dict[str, Path]:
     """Write the selected items as parquet + JSONL (one file per benchmark) for an
     lm-evaluation-harness task (``dataset_path: json``, ``data_files``).
 
@@ -952,7 +1074,9 @@ def export_items(fit: MetabenchFit, questions: dict[str, pd.DataFrame], out_dir:
         q["item_id"] = q["item_id"].astype(str)
         missing = sorted(set(f.selected) - set(q["item_id"]))
         if missing:
-            raise SigmapInputError(f"export_items: {bm}: {len(missing)} selected items have no question text, e.g. {missing[:5]}")
+            raise SigmapInputError(
+                f"export_items: {bm}: {len(missing)} selected items have no question text, e.g. {missing[:5]}"
+            )
         rows = q.set_index("item_id").loc[f.selected].reset_index()
         rows.insert(0, "benchmark", bm)
         rows.insert(2, "selection_order", np.arange(1, len(rows) + 1))
@@ -961,7 +1085,15 @@ def export_items(fit: MetabenchFit, questions: dict[str, pd.DataFrame], out_dir:
             rows[f"irt_{c}"] = par[c].to_numpy()
         pq = out / f"metabench_{bm}.parquet"
         jl = out / f"metabench_{bm}.jsonl"
-        for target, writer in ((pq, lambda p: rows.to_parquet(p, index=False)), (jl, lambda p: rows.to_json(p, orient="records", lines=True, force_ascii=False))):
+        for target, writer in (
+            (pq, lambda p, rows=rows: rows.to_parquet(p, index=False)),
+            (
+                jl,
+                lambda p, rows=rows: rows.to_json(
+                    p, orient="records", lines=True, force_ascii=False
+                ),
+            ),
+        ):
             fd, tmpname = tempfile.mkstemp(prefix=f".{target.name}.", dir=out)
             os.close(fd)
             try:
@@ -993,9 +1125,14 @@ def plot_reconstruction(fit: MetabenchFit, path: str | os.PathLike) -> Path:
         t = fit.benchmarks[bm].thetas
         t = t[t["role"] == "test"]
         ax.scatter(t["score"], t["score_pred"], s=6, alpha=0.6)
-        lo, hi = float(t[["score", "score_pred"]].min().min()), float(t[["score", "score_pred"]].max().max())
+        lo, hi = (
+            float(t[["score", "score_pred"]].min().min()),
+            float(t[["score", "score_pred"]].max().max()),
+        )
         ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
-        ax.set_title(f"{bm}: {len(fit.benchmarks[bm].selected)} items, RMSE {fit.benchmarks[bm].test_rmse:.2f}")
+        ax.set_title(
+            f"{bm}: {len(fit.benchmarks[bm].selected)} items, RMSE {fit.benchmarks[bm].test_rmse:.2f}"
+        )
         ax.set_xlabel("true score")
         ax.set_ylabel("reconstructed")
     for ax in axes.ravel()[len(bms) :]:
@@ -1070,7 +1207,9 @@ def simulate_benchmarks(
     if abilities is not None:
         ab = np.asarray(abilities, float)
         if ab.ndim != 2 or ab.shape[1] < len(bms):
-            raise SigmapInputError(f"simulate_benchmarks: abilities need >= {len(bms)} columns, got shape {ab.shape}")
+            raise SigmapInputError(
+                f"simulate_benchmarks: abilities need >= {len(bms)} columns, got shape {ab.shape}"
+            )
         theta = ab[rng.integers(0, len(ab), n_models)][:, : len(bms)]
         theta = (theta - theta.mean(0)) / theta.std(0)
     else:
@@ -1088,7 +1227,12 @@ def simulate_benchmarks(
             p = pd.DataFrame(par, columns=["a1", "d", "g", "u"])
         else:
             p = pd.DataFrame(
-                {"a1": rng.lognormal(0.3, 0.4, m), "d": rng.normal(0, 1.5, m), "g": rng.beta(2, 18, m), "u": np.ones(m)}
+                {
+                    "a1": rng.lognormal(0.3, 0.4, m),
+                    "d": rng.normal(0, 1.5, m),
+                    "g": rng.beta(2, 18, m),
+                    "u": np.ones(m),
+                }
             )
         p.index = pd.Index([f"{bm}.{j}" for j in range(m)], name="item")
         x = simulate_responses(p, theta[:, b], rng)

@@ -13,7 +13,9 @@ Conventions
   ``bos_token_id``, else its ``eos_token_id`` — the usual document separator), so every
   real token is predicted and scored. Tokenizers with neither cannot score the first
   token; it then gets NLL 0 (documented limitation, logged in ``stats``).
-  Special tokens are never added by the tokenizer itself (``add_special_tokens=False``).
+  Special tokens are never added by the tokenizer itself (``add_special_tokens=False``),
+  and special-token strings inside the text (``</s>``, ``<|endoftext|>``) are tokenized as
+  ordinary text (``split_special_tokens=True``): corpus text is data, not control.
 * **Token byte spans** come from the fast tokenizer's offset mapping (characters),
   converted to UTF-8 bytes. Byte-level BPE tokens that hold part of a multi-byte
   character report the whole character; each such token's NLL is spread over that
@@ -437,12 +439,23 @@ def document_unit_nll(
     if not getattr(tokenizer, "is_fast", False):
         raise SigmapInputError("document_unit_nll: a fast tokenizer (with offsets) is required")
     L = model_context_length(model, tokenizer) if max_length is None else int(max_length)
+    if max_length is not None and L > model_context_length(model):
+        raise SigmapInputError(
+            f"max_length={L} exceeds the model's context {model_context_length(model)} "
+            f"({getattr(model.config, 'name_or_path', '') or type(model).__name__})"
+        )
     S = max(1, L // 2) if stride is None else int(stride)
     texts = list(texts)
     if not texts:
         return []
     t0 = time.perf_counter()
-    enc = tokenizer(texts, add_special_tokens=False, return_offsets_mapping=True)
+    enc = tokenizer(
+        texts,
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        split_special_tokens=True,
+        verbose=False,
+    )
     prefix = _prefix_id(tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (prefix or 0)
     seqs: list[np.ndarray] = []
@@ -495,11 +508,13 @@ def score_corpus(
     batch_tokens: int = 8192,
     progress: Callable[[dict[str, Any]], None] | None = None,
     fail_after_shards: int | None = None,
+    verify: bool = True,
 ) -> dict[str, Any]:
     """Score every pending shard of ``corpus_store`` into ``nll_store`` (resumable).
 
-    Shards already committed with a valid checksum are skipped (``verify`` runs first,
-    so corrupted shards are re-scored); each scored shard is committed atomically.
+    Shards already committed with a valid checksum are skipped (``NLLStore.verify`` runs
+    first unless ``verify=False``, so corrupted shards are re-scored); each scored shard is
+    committed atomically.
 
     Parameters
     ----------
@@ -521,12 +536,13 @@ def score_corpus(
         ``device``, ``dtype``, ``shards_done`` (this call), ``shards_skipped``,
         ``seconds``, ``forward_seconds``, ``align_seconds``, ``store_seconds``.
     """
-    from sigmap_lib.store import NLLStore
+    from sigmap_lib.store import NLLStore, corpus_chunk_units
 
     if not isinstance(nll_store, NLLStore):
         nll_store = NLLStore.create_or_open(
-            nll_store, corpus_store.n_units, corpus_store.shard_bounds, corpus_store.fingerprint
-        )
+            nll_store, corpus_store.n_units, corpus_store.shard_bounds, corpus_store.fingerprint,
+            chunk_units=corpus_chunk_units(corpus_store),
+        )  # fmt: skip
     if (
         nll_store.n_units != corpus_store.n_units
         or nll_store.corpus_fingerprint != corpus_store.fingerprint
@@ -535,7 +551,8 @@ def score_corpus(
             f"NLL store {nll_store.path}: built for another corpus (fingerprint/unit count differ)"
         )
     shards = corpus_store.shards
-    nll_store.verify()
+    if verify:
+        nll_store.verify()
     pending = nll_store.pending_shards()
     stats: dict[str, Any] = {}
     t0 = time.perf_counter()

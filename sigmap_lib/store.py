@@ -49,7 +49,7 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 
-__all__ = ["NLLStore", "shard_checksum"]
+__all__ = ["NLLStore", "corpus_chunk_units", "shard_checksum"]
 
 _FORMAT = "sigmap-nll/1"
 _MANIFEST = "manifest.json"
@@ -96,11 +96,15 @@ class _FS:
 
             self.root.mkdir(parents=True, exist_ok=True)
             tmp = self.root / f".{name}.{uuid.uuid4().hex}.tmp"
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.root / name)
+            try:
+                with open(tmp, "wb") as f:
+                    f.write(data)
+                    f.flush()
+                    os.fsync(f.fileno())
+                os.replace(tmp, self.root / name)
+            except BaseException:  # e.g. disk full: keep the old file, leave no temp behind
+                tmp.unlink(missing_ok=True)
+                raise
         else:  # object stores replace whole objects atomically
             tmp = f"{self.root_str}/.{name}.{uuid.uuid4().hex}.tmp"
             self.fs.pipe_file(tmp, data)
@@ -113,13 +117,28 @@ class _FS:
 class NLLStore:
     """A per-model NLL array with a shard-level commit manifest (see module docstring).
 
-    Open with :meth:`create_or_open` (writers) or :meth:`open` (readers).
+    ``NLLStore(path)`` opens an existing store (read-write); :meth:`create_or_open`
+    creates one for a corpus (writers); :meth:`open` opens read-only (readers).
     """
 
-    def __init__(self, fs: _FS, manifest: dict[str, Any], array: Any) -> None:
+    def __init__(self, path: str | Path) -> None:
+        import zarr
+
+        fs = _FS(path)
+        raw = fs.read_text(_MANIFEST)
+        if raw is None:
+            raise SigmapInputError(f"NLL store {fs}: no {_MANIFEST} (not an NLL store)")
+        self._fs = fs
+        self._manifest = _parse_manifest(raw, fs)
+        self._arr = zarr.open_array(fs.zarr_store(), mode="r+")
+
+    @classmethod
+    def _from_parts(cls, fs: _FS, manifest: dict[str, Any], array: Any) -> NLLStore:
+        self = cls.__new__(cls)
         self._fs = fs
         self._manifest = manifest
         self._arr = array
+        return self
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -179,7 +198,7 @@ class NLLStore:
             if attrs:
                 manifest["attrs"].update(attrs)
                 fs.write_text_atomic(_MANIFEST, json.dumps(manifest))
-            return cls(fs, manifest, arr)
+            return cls._from_parts(fs, manifest, arr)
         chunk = max(1, min(int(chunk_units), int(n_units)))
         arr = zarr.create_array(
             fs.zarr_store(), shape=(int(n_units),), chunks=(chunk,), dtype="float32",
@@ -195,7 +214,7 @@ class NLLStore:
             "attrs": dict(attrs or {}),
         }
         fs.write_text_atomic(_MANIFEST, json.dumps(manifest))
-        return cls(fs, manifest, arr)
+        return cls._from_parts(fs, manifest, arr)
 
     @classmethod
     def open(cls, path: str | Path) -> NLLStore:
@@ -208,7 +227,7 @@ class NLLStore:
             raise SigmapInputError(f"NLL store {fs}: no {_MANIFEST} (not an NLL store)")
         manifest = _parse_manifest(raw, fs)
         arr = zarr.open_array(fs.zarr_store(read_only=True), mode="r")
-        return cls(fs, manifest, arr)
+        return cls._from_parts(fs, manifest, arr)
 
     # ------------------------------------------------------------------ properties
     @property
@@ -330,6 +349,16 @@ class NLLStore:
         return f"NLLStore({self.path!r}, units={self.n_units}, committed={n - len(self.pending_shards())}/{n})"
 
 
+def corpus_chunk_units(corpus: Any) -> int:
+    """zarr chunk length for a new store of ``corpus``: its target shard size.
+
+    Chunks then roughly follow the corpus shards, so a corrupted chunk found by
+    :meth:`NLLStore.verify` re-queues only the shard(s) it overlaps, not the whole array.
+    """
+    manifest = getattr(corpus, "manifest", None) or {}
+    return int(manifest.get("shard_units") or 65536)
+
+
 def _check_bounds(bounds: list[tuple[int, int]], n_units: int, path: Any) -> None:
     if n_units < 0:
         raise SigmapInputError(f"NLL store {path}: n_units={n_units} must be >= 0")
@@ -401,22 +430,28 @@ def import_nll(
             f"expected ({corpus.n_units},) — one value per corpus unit"
         )
     shards = corpus.shards
+    # validate every value before anything is written (a bad source must not leave a
+    # half-imported store behind); blocks keep memory bounded for large memory-mapped files
+    step = 1 << 22
+    for lo in range(0, corpus.n_units, step):
+        block = np.asarray(values[lo : lo + step], dtype=np.float32)
+        if not np.all(np.isfinite(block)):
+            bad = int(np.flatnonzero(~np.isfinite(block))[0]) + lo
+            raise SigmapInputError(
+                f"model {model_id or '?'}: nll_source {src} has a non-finite value at unit {bad}"
+            )
     store = NLLStore.create_or_open(
         path,
         corpus.n_units,
         [(s.unit_start, s.unit_end) for s in shards],
         corpus.fingerprint,
+        chunk_units=corpus_chunk_units(corpus),
         attrs={"model_id": model_id, "source": str(src), "kind": "imported"},
     )
     pending = set(store.pending_shards()) | set(store.verify())
     total = 0.0
     for s in shards:
         block = np.asarray(values[s.unit_start : s.unit_end], dtype=np.float32)
-        if not np.all(np.isfinite(block)):
-            bad = int(np.flatnonzero(~np.isfinite(block))[0]) + s.unit_start
-            raise SigmapInputError(
-                f"model {model_id or '?'}: nll_source {src} has a non-finite value at unit {bad}"
-            )
         total += float(block.sum(dtype=np.float64))
         if s.index in pending:
             store.write_shard(s.index, block)

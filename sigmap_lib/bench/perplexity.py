@@ -191,6 +191,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "forward_tokens_per_s": tokens / fwd if fwd > 0 else math.nan,
         "end_to_end_tokens_per_s": tokens / total if total > 0 else math.nan,
         "overhead_fraction": (total - fwd) / fwd if fwd > 0 else math.nan,
+        # window overlap: non-padding token slots processed per scored token
+        "recompute_factor": stats["real_slots"] / tokens if tokens else math.nan,
+        "forward_processed_tokens_per_s": stats["real_slots"] / fwd if fwd > 0 else math.nan,
         "overhead_target": 0.10,
         "padding_fraction": stats["padding_fraction"],
         "seconds": {
@@ -208,8 +211,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         L = args.max_length or model_context_length(model, tok)
         nm = _matmul_params(model)
         # processed (non-padding) slots; mean attended context of a window of length w is ~w/2
-        real = stats.get("real_slots") or tokens
-        mean_ctx = min(L, real / max(1, stats.get("windows", 1))) / 2
+        real = stats["real_slots"] or tokens
+        mean_ctx = min(L, real / max(1, stats["windows"])) / 2
         flops = real * (2 * nm + 2 * n_layer * mean_ctx * d_model * 2)
         achieved = flops / fwd / 1e12
         result.update(

@@ -50,8 +50,8 @@ def check_world(root: str | Path) -> WorldLayout:
     Returns
     -------
     WorldLayout
-        Paths of the parts and a sha256 fingerprint over the corpus files, the registry,
-        the catalog and the scores (so downstream assets can tell when inputs changed).
+        Paths of the parts and a sha256 fingerprint over every (non-hidden) file of the
+        world (so downstream assets can tell when any input changed).
 
     Raises
     ------
@@ -73,7 +73,12 @@ def check_world(root: str | Path) -> WorldLayout:
             f"corpus folder {corpus} holds no .txt, .jsonl or .parquet files"
         )
     h = hashlib.sha256()
-    for p in (*files, root / "models.yaml", root / "catalog.yaml", root / "scores.csv"):
+    every = sorted(
+        p for p in root.rglob("*")
+        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+    )
+    for p in every:
+        h.update(str(p.relative_to(root)).encode())
         _file_digest(p, h)
     return WorldLayout(
         root=root,

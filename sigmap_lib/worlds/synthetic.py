@@ -142,6 +142,7 @@ def make_synthetic_world(
     n_benchmarks: int = 8,
     planted_per_function: int = 5,
     n_items: int = 100,
+    n_respondents: int = 300,
     seed: int = 0,
     overwrite: bool = True,
 ) -> SyntheticWorld:
@@ -157,6 +158,9 @@ def make_synthetic_world(
         Units per function whose NLL is driven by that function's ability.
     n_items : int
         Items per benchmark (>= 60 recommended for IRT).
+    n_respondents : int
+        Extra simulated LLMs that only answer items (appended to ``responses/``; no NLL,
+        not in the registry): metabench's IRT needs hundreds of respondents.
     seed : int
 
     Returns
@@ -215,6 +219,27 @@ def make_synthetic_world(
         p = 1.0 / (1.0 + np.exp(-disc[b] * (theta[:, b : b + 1] - diff[b])))
         responses[b] = (rng.random((m, n_items)) < p).astype(np.int8)
     scores = 100.0 * responses.mean(axis=2).T  # (m, nb)
+
+    # ---- extra respondents: item responses only (metabench needs hundreds of LLMs) -------
+    # Drawn from the same ability model with their own random stream, so adding them
+    # changes nothing else in the world. They have no NLL and are not in the registry.
+    rr = np.random.default_rng([seed, 7919])
+    n_r = int(n_respondents)
+    resp_ids = [f"respondent/{MODEL_FAMILIES[i % len(MODEL_FAMILIES)]}-{i:04d}" for i in range(n_r)]
+    r_fam = np.arange(n_r) % len(MODEL_FAMILIES)
+    r_ability = RHO * rr.standard_normal(n_r)[:, None] + np.sqrt(1 - RHO**2) * rr.standard_normal((n_r, nf))
+    r_mc = rr.standard_normal(n_r)
+    r_responses = np.empty((nb, n_r, n_items), dtype=np.int8)
+    for b in range(nb):
+        t = (
+            LAMBDA * r_ability[:, bench_f[b]]
+            + KAPPA * fam_effect[r_fam, bench_fam[b]]
+            + MU * r_mc * (FORMATS[bench_fmt[b]] == "multiple_choice")
+            + SIGMA_B * rr.standard_normal(n_r)
+        )
+        t = (t - t.mean()) / t.std() if n_r > 1 else t
+        p = 1.0 / (1.0 + np.exp(-disc[b] * (t[:, None] - diff[b])))
+        r_responses[b] = (rr.random((n_r, n_items)) < p).astype(np.int8)
 
     # ---- corpus and NLL -----------------------------------------------------------------
     general_vocab = _words(rng, 800, (1, 3))
@@ -311,8 +336,9 @@ def make_synthetic_world(
             pl.DataFrame({"item_id": ids, "text": items[names[b]]}).write_parquet(
                 tmp / "items" / f"{names[b]}.parquet"
             )
+            all_resp = np.concatenate([responses[b], r_responses[b]], axis=0)
             pl.DataFrame(
-                {"model": model_ids, **{ids[j]: responses[b][:, j] for j in range(n_items)}},
+                {"model": model_ids + resp_ids, **{ids[j]: all_resp[:, j] for j in range(n_items)}},
                 schema={"model": pl.String, **{i: pl.Int8 for i in ids}},
             ).write_parquet(tmp / "responses" / f"{names[b]}.parquet")
         truth = {

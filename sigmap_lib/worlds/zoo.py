@@ -50,6 +50,7 @@ __all__ = [
     "ZooWorld",
     "build_texts",
     "build_zoo_world",
+    "default_workers",
     "evaluate_zoo_benchmarks",
     "model_specs",
     "train_tokenizers",
@@ -72,7 +73,13 @@ MIXTURES: dict[str, dict[str, float]] = {
     "records": {"code": 0.1, "prose": 0.1, "arithmetic": 0.1, "recall": 0.1, "records": 0.6},
     "balanced": dict.fromkeys(DOMAINS, 0.2),
     "natural": {"code": 0.5, "prose": 0.5, "arithmetic": 0.0, "recall": 0.0, "records": 0.0},
-    "synthetic": {"code": 0.0, "prose": 0.0, "arithmetic": 1 / 3, "recall": 1 / 3, "records": 1 / 3},
+    "synthetic": {
+        "code": 0.0,
+        "prose": 0.0,
+        "arithmetic": 1 / 3,
+        "recall": 1 / 3,
+        "records": 1 / 3,
+    },
 }
 
 #: Sizes per architecture: (d_model, n_layer, n_head).
@@ -246,6 +253,42 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
+def default_workers() -> int:
+    """Parallel worker processes for training / scoring: one per core, at most 4.
+
+    Each worker runs torch with ``cpu_count // workers`` threads (1 on a 2-core laptop):
+    several single-threaded processes keep the cores busy without the thread-pool
+    spin-waits that make multi-threaded torch crawl on a loaded machine (measured
+    here: 2 threads at load 12 trained 20x slower than 1).
+    """
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def _run_jobs(
+    fn: Callable[..., Any],
+    jobs: Sequence[tuple[Any, tuple[Any, ...]]],
+    workers: int,
+    on_done: Callable[[Any, Any], None],
+) -> None:
+    """Run ``fn(*args)`` for every ``(tag, args)``; ``on_done(tag, result)`` as each ends.
+
+    In this process when ``workers == 1`` (or one job), else in a spawn-context process
+    pool (a script calling this at import time needs an ``if __name__ == "__main__"``
+    guard, as always with spawn).
+    """
+    if workers <= 1 or len(jobs) <= 1:
+        for tag, args in jobs:
+            on_done(tag, fn(*args))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
+        futs = {ex.submit(fn, *args): tag for tag, args in jobs}
+        for fut in as_completed(futs):
+            on_done(futs[fut], fut.result())
+
+
 # ---------------------------------------------------------------------- stages
 
 
@@ -351,13 +394,11 @@ def _train_one(
     spec_dict: dict[str, Any], tok_dir: str, train: list[str], out_dir: str, key: str, threads: int
 ) -> dict[str, Any]:
     """Build, train and save one model (runs in this or a worker process)."""
-    import torch
     from transformers import AutoTokenizer
 
     from sigmap_lib.worlds.tiny import build_causal_lm, save_model, train_causal_lm
 
     spec = ZooModelSpec(**spec_dict)
-    torch.set_num_threads(max(1, threads))
     tok = AutoTokenizer.from_pretrained(tok_dir)
     d_model, n_layer, n_head = SIZES[spec.size]
     model = build_causal_lm(
@@ -393,7 +434,7 @@ def train_zoo_models(
     specs: Sequence[ZooModelSpec],
     out_dir: str | Path,
     *,
-    workers: int = 1,
+    workers: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
 ) -> dict[str, dict[str, Any]]:
@@ -404,8 +445,9 @@ def train_zoo_models(
 
     Parameters
     ----------
-    workers : int
-        Models trained at once (separate processes when > 1).
+    workers : int, optional
+        Models trained at once (separate processes when > 1; default
+        :func:`default_workers`).
     threads : int, optional
         Torch threads per worker (default: CPU count // workers).
 
@@ -419,10 +461,13 @@ def train_zoo_models(
     out_root = Path(out_dir)
     out_root.mkdir(parents=True, exist_ok=True)
     cpu = os.cpu_count() or 1
-    workers = max(1, min(workers, len(specs)))
+    workers = max(1, workers or default_workers())
     threads = threads or max(1, cpu // workers)
     text_fp = texts.fingerprint(("train",))
-    tok_fp = {a: hashlib.sha256((p / "tokenizer.json").read_bytes()).hexdigest() for a, p in tokenizers.items()}
+    tok_fp = {
+        a: hashlib.sha256((p / "tokenizer.json").read_bytes()).hexdigest()
+        for a, p in tokenizers.items()
+    }
     results: dict[str, dict[str, Any]] = {}
     todo: list[tuple[ZooModelSpec, list[str], dict[str, int], str]] = []
     for spec in specs:
@@ -433,7 +478,12 @@ def train_zoo_models(
         meta = _read_json(folder / "zoo_spec.json")
         train, chars = _training_texts(texts, spec)
         if meta is not None and meta.get("key") == key and any(folder.glob("*.safetensors")):
-            results[spec.name] = {**meta, "mixture_chars": chars, "reused": True, "path": str(folder)}
+            results[spec.name] = {
+                **meta,
+                "mixture_chars": chars,
+                "reused": True,
+                "path": str(folder),
+            }
             continue
         todo.append((spec, train, chars, key))
     done = len(results)
@@ -457,45 +507,79 @@ def train_zoo_models(
             f"loss {st['initial_loss']:.2f} -> {st['final_loss']:.2f}",
         )
 
-    if workers == 1 or len(todo) <= 1:
-        for spec, train, chars, key in todo:
-            progress("train_models", done, len(specs), f"training {spec.name}")
-            meta = _train_one(
-                dataclasses.asdict(spec),
-                str(tokenizers[spec.arch]),
-                train,
-                str(out_root / spec.name),
-                key,
-                threads,
-            )
-            _finish(spec, chars, meta)
-    else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
-
-        with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
-            futs = {
-                ex.submit(
-                    _train_one,
+    # longest jobs first, so parallel workers finish together
+    todo.sort(key=lambda t: -t[0].steps * SIZES[t[0].size][0] ** 2 * SIZES[t[0].size][1])
+    if todo:
+        progress("train_models", done, len(specs), "training " + ", ".join(t[0].name for t in todo))
+    _run_jobs(
+        _train_one,
+        [
+            (
+                (spec, chars),
+                (
                     dataclasses.asdict(spec),
                     str(tokenizers[spec.arch]),
                     train,
                     str(out_root / spec.name),
                     key,
                     threads,
-                ): (spec, chars)
-                for spec, train, chars, key in todo
-            }
-            for fut in as_completed(futs):
-                spec, chars = futs[fut]
-                _finish(spec, chars, fut.result())
+                ),
+            )
+            for spec, train, chars, key in todo
+        ],
+        workers,
+        lambda tag, meta: _finish(tag[0], tag[1], meta),
+    )
     return {s.name: results[s.name] for s in specs}
+
+
+def _cached_eval(
+    folder: str, benchmarks: Sequence[ZooBenchmark], key: str
+) -> dict[str, np.ndarray] | None:
+    """The cached responses of a model folder when their key matches, else None."""
+    cache = Path(folder) / "zoo_eval.npz"
+    if not cache.exists():
+        return None
+    try:
+        with np.load(cache) as z:
+            if str(z["key"]) == key and all(b.name in z for b in benchmarks):
+                return {b.name: z[b.name].astype(np.int8) for b in benchmarks}
+    except (OSError, ValueError, KeyError):
+        return None
+    return None
+
+
+def _evaluate_one(
+    folder: str, benchmarks: Sequence[ZooBenchmark], key: str, threads: int, batch_size: int
+) -> dict[str, np.ndarray]:
+    """Score one saved model on every benchmark; cached in ``<folder>/zoo_eval.npz``."""
+    import torch
+
+    from sigmap_lib.perplexity import load_model
+
+    cached = _cached_eval(folder, benchmarks, key)
+    if cached is not None:
+        return cached
+    cache = Path(folder) / "zoo_eval.npz"
+    old = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads))
+    try:
+        model, tok = load_model(folder, device="cpu", dtype="float32")
+        got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size)
+    finally:
+        torch.set_num_threads(old)
+    fd, tmp = tempfile.mkstemp(prefix=".zoo_eval.", suffix=".npz", dir=folder)
+    os.close(fd)
+    np.savez(tmp, key=np.array(key), **got)
+    os.replace(tmp, cache)
+    return got
 
 
 def evaluate_zoo_benchmarks(
     benchmarks: Sequence[ZooBenchmark],
     models: dict[str, dict[str, Any]],
     *,
+    workers: int | None = None,
     threads: int | None = None,
     batch_size: int = 64,
     progress: Progress | None = None,
@@ -506,46 +590,45 @@ def evaluate_zoo_benchmarks(
     CPU, float32) and scored with :func:`.zoo_bench.score_benchmarks`. Results are cached
     in the model folder (``zoo_eval.npz``) under a key of the model key and the items.
 
+    Parameters
+    ----------
+    workers, threads : int, optional
+        Parallel processes and torch threads each (defaults as in
+        :func:`train_zoo_models`).
+
     Returns
     -------
     dict[str, np.ndarray]
         Benchmark name -> int8 ``(n_models, n_items)``, models in ``models`` order.
     """
-    import torch
-
-    from sigmap_lib.perplexity import load_model
-
     progress = progress or _noop
+    cpu = os.cpu_count() or 1
+    workers = max(1, workers or default_workers())
+    threads = threads or max(1, cpu // workers)
     items_key = _sha(
-        [ZOO_VERSION, [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks]]
+        [
+            ZOO_VERSION,
+            [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks],
+        ]
     )
-    old_threads = torch.get_num_threads()
-    torch.set_num_threads(threads or os.cpu_count() or 1)
-    rows: dict[str, list[np.ndarray]] = {b.name: [] for b in benchmarks}
-    try:
-        for k, (name, meta) in enumerate(models.items()):
-            folder = Path(meta["path"])
-            cache = folder / "zoo_eval.npz"
-            key = _sha([meta["key"], items_key])
-            got: dict[str, np.ndarray] | None = None
-            if cache.exists():
-                with np.load(cache) as z:
-                    if str(z["key"]) == key and all(b.name in z for b in benchmarks):
-                        got = {b.name: z[b.name].astype(np.int8) for b in benchmarks}
-            if got is None:
-                progress("evaluate", k, len(models), f"scoring {name}")
-                model, tok = load_model(folder, device="cpu", dtype="float32")
-                got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size)
-                fd, tmp = tempfile.mkstemp(prefix=".zoo_eval.", suffix=".npz", dir=folder)
-                os.close(fd)
-                np.savez(tmp, key=np.array(key), **got)
-                os.replace(tmp, cache)
-            for b in benchmarks:
-                rows[b.name].append(got[b.name])
-            progress("evaluate", k + 1, len(models), f"{name} scored")
-    finally:
-        torch.set_num_threads(old_threads)
-    return {b: np.stack(v).astype(np.int8) for b, v in rows.items()}
+    got: dict[str, dict[str, np.ndarray]] = {}
+    jobs = []
+    for name, meta in models.items():
+        key = _sha([meta["key"], items_key])
+        cached = _cached_eval(meta["path"], benchmarks, key)
+        if cached is not None:
+            got[name] = cached
+        else:
+            jobs.append((name, (meta["path"], list(benchmarks), key, threads, batch_size)))
+    progress("evaluate", len(got), len(models), f"{len(got)} cached, scoring {len(jobs)} models")
+
+    def _done(name: str, res: dict[str, np.ndarray]) -> None:
+        got[name] = res
+        mean = np.mean([r.mean() for r in res.values()])
+        progress("evaluate", len(got), len(models), f"{name}: mean item score {mean:.3f}")
+
+    _run_jobs(_evaluate_one, jobs, workers, _done)
+    return {b.name: np.stack([got[n][b.name] for n in models]).astype(np.int8) for b in benchmarks}
 
 
 # ----------------------------------------------------------------------- world
@@ -605,7 +688,9 @@ def write_world(
             "description": f"{b.family} recipe on held-out {b.domain} text, metric {b.metric}, "
             f"{len(b.items)} items",
         }
-    _atomic_write_text(root / "catalog.yaml", yaml.safe_dump({"benchmarks": catalog}, sort_keys=False))
+    _atomic_write_text(
+        root / "catalog.yaml", yaml.safe_dump({"benchmarks": catalog}, sort_keys=False)
+    )
 
     model_ids = [s.model_id for s in specs]
     score_cols: dict[str, Any] = {"model": model_ids}
@@ -705,7 +790,7 @@ def build_zoo_world(
     seed: int = 0,
     progress: Progress | None = None,
     quick: bool = False,
-    workers: int = 1,
+    workers: int | None = None,
     n_items: int | None = None,
 ) -> ZooWorld:
     """Build (or refresh from cache) the whole zoo world in ``out_dir``.
@@ -724,8 +809,8 @@ def build_zoo_world(
         ``train_models``, ``benchmarks``, ``evaluate``, ``write``.
     quick : bool
         A small world (6 small models, 20-40 steps, 24 items per benchmark) for tests.
-    workers : int
-        Models trained in parallel processes.
+    workers : int, optional
+        Parallel processes for training and scoring (default :func:`default_workers`).
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
 
@@ -744,17 +829,23 @@ def build_zoo_world(
     progress("texts", 0, 1, "collecting and generating text")
     texts = build_texts(seed=seed, quick=quick)
     timings["texts"] = time.perf_counter() - t
-    progress("texts", 1, 1, f"{sum(len(v) for v in texts.docs['corpus'].values())} corpus documents")
+    progress(
+        "texts", 1, 1, f"{sum(len(v) for v in texts.docs['corpus'].values())} corpus documents"
+    )
 
     t = time.perf_counter()
     progress("tokenizers", 0, 1, "training tokenizers")
-    toks = train_tokenizers(texts, root / "tokenizers", chars_per_domain=60_000 if quick else 300_000)
+    toks = train_tokenizers(
+        texts, root / "tokenizers", chars_per_domain=60_000 if quick else 300_000
+    )
     timings["tokenizers"] = time.perf_counter() - t
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
-    models = train_zoo_models(texts, toks, specs, root / "models", workers=workers, progress=progress)
+    models = train_zoo_models(
+        texts, toks, specs, root / "models", workers=workers, progress=progress
+    )
     timings["train_models"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -764,7 +855,7 @@ def build_zoo_world(
     progress("benchmarks", 1, 1, f"{len(benchmarks)} benchmarks")
 
     t = time.perf_counter()
-    responses = evaluate_zoo_benchmarks(benchmarks, models, progress=progress)
+    responses = evaluate_zoo_benchmarks(benchmarks, models, workers=workers, progress=progress)
     timings["evaluate"] = time.perf_counter() - t
 
     t = time.perf_counter()

@@ -28,6 +28,7 @@ in UTF-8 bytes; ``greedy`` = the gold continuation is the greedy decode.
 
 from __future__ import annotations
 
+import itertools
 import keyword
 import re
 from collections.abc import Callable, Sequence
@@ -161,14 +162,20 @@ def _perturb_number(rng: np.random.Generator, value: int, n: int) -> list[str]:
 def _digit_corrupt(rng: np.random.Generator, number: str) -> str:
     """Change one digit of ``number`` (never the leading digit to 0)."""
     pos = int(rng.integers(0, len(number)))
-    choices = [d for d in "0123456789" if d != number[pos] and not (pos == 0 and d == "0" and len(number) > 1)]
+    choices = [
+        d
+        for d in "0123456789"
+        if d != number[pos] and not (pos == 0 and d == "0" and len(number) > 1)
+    ]
     return number[:pos] + str(rng.choice(choices)) + number[pos + 1 :]
 
 
 # ---------------------------------------------------------------- item recipes
 # Each recipe returns one item (or None when the drawn spot is unusable).
 
-Recipe = Callable[[np.random.Generator, list[str], dict[str, Any]], "tuple[str, list[str], int, str] | None"]
+Recipe = Callable[
+    [np.random.Generator, list[str], dict[str, Any]], "tuple[str, list[str], int, str] | None"
+]
 
 
 def _nextline_code(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
@@ -268,7 +275,12 @@ def _word_item(kind: str, pattern: re.Pattern[str], vocab_key: str, mc: bool):
             return None
         pre = gold[: len(gold) - len(word)]
         choices, g = _shuffle_choices(rng, gold, [pre + d for d in dis])
-        return context, choices, g, _mc_text(context + "___", choices, f"Which {kind} fills the blank?")
+        return (
+            context,
+            choices,
+            g,
+            _mc_text(context + "___", choices, f"Which {kind} fills the blank?"),
+        )
 
     return recipe
 
@@ -351,11 +363,13 @@ def _pair_swap(unit: str):
         if not 15 <= len(line) <= 160:
             return None
         ms = list(pat.finditer(line))
-        pairs = [(a, b) for a, b in zip(ms, ms[1:]) if a.group() != b.group()]
+        pairs = [(a, b) for a, b in itertools.pairwise(ms) if a.group() != b.group()]
         if len(ms) < 4 or not pairs:
             return None
         a, b = pairs[int(rng.integers(len(pairs)))]
-        bad = line[: a.start()] + b.group() + line[a.end() : b.start()] + a.group() + line[b.end() :]
+        bad = (
+            line[: a.start()] + b.group() + line[a.end() : b.start()] + a.group() + line[b.end() :]
+        )
         choices, g = _shuffle_choices(rng, line, [bad])
         return "", choices, g, _pair_text(choices)
 
@@ -428,7 +442,10 @@ def build_zoo_benchmarks(
     """
     bench = {d: texts.texts("bench", d) for d in texts.docs["bench"]}
     code_lines = [
-        (di, ln) for di, t in enumerate(bench["code"]) for ln in t.split("\n") if len(ln.strip()) >= 8
+        (di, ln)
+        for di, t in enumerate(bench["code"])
+        for ln in t.split("\n")
+        if len(ln.strip()) >= 8
     ]
     prose_sents = [(di, s) for di, t in enumerate(bench["prose"]) for s in _sentences(t)]
     code_vocab = sorted(

@@ -36,6 +36,6 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
         model = build_causal_lm(
             arch, len(tok), d_model=32, n_layer=2, n_head=2, n_ctx=n_ctx, seed=seed
         )
-        train_causal_lm(model, tok, texts, steps=15, batch_size=8, seq_len=48, seed=seed)
+        train_causal_lm(model, tok, texts, steps=15, batch_size=8, seq_len=48, seed=seed, threads=1)
         paths.append(save_model(model, tok, root / name))
     return paths

@@ -195,15 +195,15 @@ def _docs(n: int, seed: int = 0) -> list[Document]:
 
 
 def test_corpus_store_layout_and_accessors(tmp_path: Path) -> None:
-    docs = _docs(50)
+    docs = _docs(600)  # > 2 parquet row groups of 256 documents
     cs = build_corpus_store(docs, tmp_path / "c", shard_units=60)
-    assert cs.n_documents == 50
+    assert cs.n_documents == 600
     n_units = [len(segment_units(d.text)) for d in docs]
     assert cs.n_units == sum(n_units)
     assert cs.n_bytes == sum(len(d.text.encode()) for d in docs)
     # shards: contiguous document ranges, documents never split, ~shard_units units
     shards = cs.shards
-    assert shards[0].doc_start == 0 and shards[-1].doc_end == 50
+    assert shards[0].doc_start == 0 and shards[-1].doc_end == 600
     assert shards[0].unit_start == 0 and shards[-1].unit_end == cs.n_units
     cum = np.concatenate([[0], np.cumsum(n_units)])
     for a, b in itertools.pairwise(shards):
@@ -216,8 +216,10 @@ def test_corpus_store_layout_and_accessors(tmp_path: Path) -> None:
         )  # closes at first boundary >= 60
     # per-unit arrays
     assert cs.unit_nbytes.sum() == cs.n_bytes
-    assert np.array_equal(cs.unit_doc, np.repeat(np.arange(50), n_units))
+    assert np.array_equal(cs.unit_doc, np.repeat(np.arange(600), n_units))
     assert cs.documents(3, 6) == [d.text for d in docs[3:6]]
+    assert cs.documents(250, 520) == [d.text for d in docs[250:520]]
+    assert cs.documents(600, 600) == []
     assert cs.documents() == [d.text for d in docs]
     i = int(cum[7]) + 2
     expect = [docs[7].text.encode()[s:e].decode() for s, e in segment_units(docs[7].text)]

@@ -23,6 +23,16 @@ from sigmap_lib.store import NLLStore
 from sigmap_lib.worlds.tiny import random_text, sample_texts
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models gain nothing from intra-op threads; on a shared CPU extra threads
+    oversubscribe the cores (measured 5x slower), so this module runs single-threaded."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 @pytest.fixture(scope="module")
 def loaded(tiny_models: list[Path]) -> list[tuple]:
     return [load_model(p, device="cpu") for p in tiny_models]
@@ -87,7 +97,10 @@ def _brute_force_token_nll(model, ids: list[int], max_length: int, stride: int) 
     return np.array(out)
 
 
-@pytest.mark.parametrize("which,max_length,stride", [(0, 64, 32), (0, 24, 23), (1, 32, 7)])
+@pytest.mark.parametrize(
+    "which,max_length,stride",
+    [(0, 64, 32), (0, 24, 23), (1, 32, 7)],
+)
 def test_long_documents_sliding_window_vs_brute_force(
     loaded, which: int, max_length: int, stride: int
 ) -> None:
@@ -225,8 +238,8 @@ def test_load_model_not_a_model_folder(tmp_path: Path) -> None:
         load_model(tmp_path / "file.txt")
 
 
-def _corpus(tmp_path: Path, shard_units: int = 150):
-    texts = sample_texts(40, seed=21, min_words=5, max_words=70)
+def _corpus(tmp_path: Path, shard_units: int = 90):
+    texts = sample_texts(24, seed=21, min_words=5, max_words=70)
     docs = [Document(f"d{i}", "mem", t) for i, t in enumerate(texts)]
     return build_corpus_store(docs, tmp_path / "corpus", shard_units=shard_units)
 
@@ -274,7 +287,7 @@ def test_score_corpus_resume_matches_uninterrupted_run(loaded, tmp_path: Path) -
 
 def test_score_corpus_rescores_corrupted_shard(loaded, tmp_path: Path) -> None:
     model, tok = loaded[1]
-    cs = _corpus(tmp_path, shard_units=100)
+    cs = _corpus(tmp_path, shard_units=60)
     store = NLLStore.create_or_open(
         tmp_path / "nll", cs.n_units, cs.shard_bounds, cs.fingerprint, chunk_units=64
     )
@@ -295,3 +308,45 @@ def test_score_corpus_refuses_store_of_other_corpus(loaded, tmp_path: Path) -> N
     NLLStore.create_or_open(tmp_path / "nll", other.n_units, other.shard_bounds, other.fingerprint)
     with pytest.raises(SigmapInputError, match="another corpus"):
         score_corpus(model, tok, cs, tmp_path / "nll")
+
+
+def test_special_token_strings_in_text_are_plain_text(loaded) -> None:
+    model, tok = loaded[0]
+    doc = "end </s> and <s> begin <pad>"
+    st: dict = {}
+    (u,) = document_unit_nll(model, tok, [doc], stats=st)
+    ids = tok(doc, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+    assert not {tok.bos_token_id, tok.eos_token_id, tok.pad_token_id} & set(ids)
+    assert st["tokens"] == len(ids)
+    ref = _plain_total_nll_ids(model, [tok.bos_token_id, *ids])
+    assert math.isclose(u.sum(), ref, rel_tol=1e-4)
+
+
+def _plain_total_nll_ids(model, ids: list[int]) -> float:
+    x = torch.tensor([ids])
+    with torch.no_grad():
+        return float(model(input_ids=x, labels=x).loss) * (len(ids) - 1)
+
+
+def test_bench_main_runs_small(tmp_path: Path) -> None:
+    from sigmap_lib.bench.perplexity import main
+
+    r = main(["--tokens", "1500", "--d-model", "32", "--n-layer", "1", "--workdir", str(tmp_path)])
+    assert r["bench"] == "perplexity" and r["device"] == "cpu"
+    assert r["tokens"] >= 1500 and r["corpus"]["units"] > 0
+    assert r["forward_tokens_per_s"] > 0 and r["end_to_end_tokens_per_s"] > 0
+    assert r["end_to_end_tokens_per_s"] <= r["forward_tokens_per_s"]
+    assert 0 <= r["padding_fraction"] < 0.1 and math.isfinite(r["bits_per_byte"])
+    assert NLLStore.open(tmp_path / "nll").is_complete()
+
+
+def test_load_model_unknown_hub_id_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SigmapInputError, match="no-such-org/no-such-model"):
+        load_model("no-such-org/no-such-model", device="cpu")
+
+
+def test_max_length_beyond_context_is_refused(loaded) -> None:
+    model, tok = loaded[0]
+    with pytest.raises(SigmapInputError, match="exceeds the model's context 64"):
+        document_unit_nll(model, tok, ["some text"], max_length=65)

@@ -60,6 +60,11 @@ def test_shard_by_shard_write_and_read(tmp_path: Path) -> None:
     assert manifest["attrs"] == {"model": "org/name"}
     reopened = NLLStore.open(tmp_path / "m")
     assert reopened.is_complete() and reopened.attrs["model"] == "org/name"
+    rw = NLLStore(tmp_path / "m")
+    assert rw.is_complete() and rw.verify() == []
+    np.testing.assert_array_equal(rw.read(), v)
+    with pytest.raises(SigmapInputError, match="not an NLL store"):
+        NLLStore(tmp_path / "elsewhere")
 
 
 def test_idempotent_rewrite_and_overwrite(tmp_path: Path) -> None:

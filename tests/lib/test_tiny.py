@@ -17,6 +17,16 @@ from sigmap_lib.worlds.tiny import (
 )
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _one_torch_thread():
+    """Tiny models gain nothing from intra-op threads; on a shared CPU extra threads
+    oversubscribe the cores (measured 5x slower), so this module runs single-threaded."""
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
     return sample_texts(200, seed=3)

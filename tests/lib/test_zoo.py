@@ -81,8 +81,12 @@ def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
     benches = build_zoo_benchmarks(quick_texts, n_items=20, seed=0)
     again = build_zoo_benchmarks(quick_texts, n_items=20, seed=0)
     other = build_zoo_benchmarks(quick_texts, n_items=20, seed=3)
-    assert [[vars(i) for i in b.items] for b in benches] == [[vars(i) for i in b.items] for b in again]
-    assert [[vars(i) for i in b.items] for b in benches] != [[vars(i) for i in b.items] for b in other]
+    assert [[vars(i) for i in b.items] for b in benches] == [
+        [vars(i) for i in b.items] for b in again
+    ]
+    assert [[vars(i) for i in b.items] for b in benches] != [
+        [vars(i) for i in b.items] for b in other
+    ]
 
     assert len(benches) >= 12
     assert len({b.function for b in benches}) >= 4
@@ -172,13 +176,15 @@ def test_score_benchmarks_applies_each_metric(tiny_models: list[Path]) -> None:
     model, tok = load_model(tiny_models[0], device="cpu", dtype="float32")
     ctx = "the quick brown fox jumps over the"
     choices = [" lazy dog", " a", " lazy dog and runs far away from here"]
-    ll, greedy = loglikelihoods(model, tok, [(ctx, c) for c in choices])
+    ll, _greedy = loglikelihoods(model, tok, [(ctx, c) for c in choices])
     norm = ll / np.array([len(c.encode()) for c in choices])
     items = [ZooItem(f"i{g}", ctx, choices, g, ctx) for g in range(3)]
     benches = [
         ZooBenchmark("a", "f", "multiple_choice", "acc", "prose", "language", items),
         ZooBenchmark("n", "f", "multiple_choice", "acc_norm", "prose", "language", items),
-        ZooBenchmark("g", "c", "cloze", "greedy", "prose", "language", [ZooItem("c", ctx, [" a"], 0, ctx)]),
+        ZooBenchmark(
+            "g", "c", "cloze", "greedy", "prose", "language", [ZooItem("c", ctx, [" a"], 0, ctx)]
+        ),
     ]
     got = score_benchmarks(model, tok, benches)
     assert got["a"].tolist() == [int(np.argmax(ll) == g) for g in range(3)]
@@ -188,8 +194,10 @@ def test_score_benchmarks_applies_each_metric(tiny_models: list[Path]) -> None:
 
 
 # --------------------------------------------------------------------- world
+# The quick world trains 6 small models (~30-40 s on an idle 2-core machine): slow.
 
 
+@pytest.mark.slow
 def test_quick_world_folder_is_valid(quick_world) -> None:
     from sigmap_lib.catalog import read_catalog
     from sigmap_lib.corpus import read_corpus
@@ -254,6 +262,7 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
     assert set(truth["benchmarks"]) == set(world.benchmarks)
 
 
+@pytest.mark.slow
 def test_rebuild_reuses_models_and_is_deterministic(quick_world) -> None:
     from sigmap_lib.worlds.zoo import build_zoo_world
 

@@ -58,7 +58,7 @@ def benchmark_catalog(context: dg.AssetExecutionContext, world: WorldResource, s
     )
 
 
-@dg.asset(group_name="benchmarks", deps=[benchmark_catalog, "model_registry"], kinds={"parquet"})
+@dg.asset(group_name="benchmarks", deps=["model_zoo", benchmark_catalog, "model_registry"], kinds={"parquet"})
 def benchmark_scores(config: ScoresConfig, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
     """Models × benchmarks scores from the world's sources, validated and matched to the registry.
 
@@ -118,7 +118,7 @@ def benchmark_scores(config: ScoresConfig, world: WorldResource, storage: Sigmap
 @dg.asset(
     group_name="benchmarks",
     partitions_def=benchmarks_partitions,
-    deps=[benchmark_catalog],
+    deps=["model_zoo", benchmark_catalog],
     backfill_policy=dg.BackfillPolicy.single_run(),
     kinds={"parquet"},
 )

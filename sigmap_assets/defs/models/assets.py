@@ -91,7 +91,7 @@ def nll_store_dir(storage: SigmapStorage, corpus_fingerprint: str, key: str):
     pool="gpu",
     op_tags=GPU_OP_TAGS,
     backfill_policy=dg.BackfillPolicy.multi_run(1),
-    automation_condition=dg.AutomationCondition.on_missing(),
+    automation_condition=None,  # runs come from new_model_sensor or a backfill only
     description=(
         "Per-unit NLL (nats) of one model over the whole corpus, a zarr array written shard by "
         "shard (each shard committed atomically with a checksum): an interrupted run resumes, "
@@ -123,8 +123,9 @@ def token_nll(
             str(spec.path or spec.id), device=compute.device, dtype=compute.dtype, revision=spec.revision
         )
 
-        def progress(done: int, total: int) -> None:
-            context.log.info(f"{spec.id}: shard {done}/{total}")
+        def progress(p: dict) -> None:  # score_corpus reports one dict per committed shard
+            total = p["shards_done"] + p["shards_pending"]
+            context.log.info(f"{spec.id}: shard {p['shards_done']}/{total} ({p['tokens_per_s']:.0f} tokens/s)")
 
         stats = score_corpus(model, tokenizer, corpus, out, progress=progress, batch_tokens=compute.batch_tokens)
     stats = dict(stats)

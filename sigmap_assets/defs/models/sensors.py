@@ -12,13 +12,14 @@ from sigmap_assets.resources import WorldResource
 
 @dg.sensor(
     name="new_model_sensor",
-    target=dg.AssetSelection.assets("token_nll", "model_registry"),
+    target=dg.AssetSelection.assets("token_nll", "model_registry", "benchmark_scores"),
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Reads models.yaml; in one tick adds a `models` partition for every new model and "
-        "requests its token_nll run (run_key per model: idempotent). Removing a model from the "
-        "file never deletes its partition or data."
+        "requests its token_nll run (run_key per model: idempotent), plus one run re-reading the "
+        "registry and matching the scores to it. Removing a model from the file never deletes its "
+        "partition or data."
     ),
 )
 def new_model_sensor(context: dg.SensorEvaluationContext, world: WorldResource) -> dg.SensorResult | dg.SkipReason:
@@ -31,8 +32,10 @@ def new_model_sensor(context: dg.SensorEvaluationContext, world: WorldResource) 
     if not plan.new_keys:
         return dg.SensorResult(skip_reason=f"{len(plan.known_keys)} models, none new", cursor=cursor)
     context.log.info(f"new models: {', '.join(plan.raw_ids[k] for k in plan.new_keys)}")
+    # the registry and the scores matched to it: without the second, a new model's scores stay
+    # unmatched (NaN) and screening ignores it until the nightly re-read
     registry_run = dg.RunRequest(
-        asset_selection=[dg.AssetKey("model_registry")],
+        asset_selection=[dg.AssetKey("model_registry"), dg.AssetKey("benchmark_scores")],
         run_key=f"model_registry:{','.join(sorted(plan.known_keys))}",
     )
     return dg.SensorResult(

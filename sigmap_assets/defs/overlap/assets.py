@@ -171,7 +171,7 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
 @dg.asset(
     group_name="overlap",
     deps=[dg.AssetDep("signatures", partition_mapping=ALL_BENCHMARKS), "nll_ranks"],
-    automation_condition=aggregate_condition(),
+    automation_condition=aggregate_condition(ignore=("nll_ranks",)),
     kinds={"parquet"},
 )
 def signature_overlap(context: dg.AssetExecutionContext, config: SignatureOverlapConfig, storage: SigmapStorage) -> dg.MaterializeResult:

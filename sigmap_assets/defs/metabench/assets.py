@@ -1,0 +1,215 @@
+"""metabench: a sparse benchmark distilled with IRT (METHODS Part II, ALGORITHM.md).
+
+Per benchmark (single-run backfills over the `benchmarks` partitions): item filtering and
+cross-validated subsampling to a pool → 2PL/3PL(/4PL) fits with θ by MAP/EAPsum →
+information filtering, refit and GAM reconstruction. Then `metabench` joins them: the
+union of selections, total-score reconstruction from all θs, one-factor analysis, an
+export of the items and a report. Benchmarks without item-level responses are skipped.
+"""
+
+import dagster as dg
+
+from sigmap_assets.automation import aggregate_condition, partition_condition
+from sigmap_assets.metadata import image_md, md_table
+from sigmap_assets.partitions import benchmarks_partitions
+from sigmap_assets.resources import SigmapStorage
+from sigmap_assets.tables import catalog_table, write_json
+
+
+class MetabenchSettings(dg.Config):
+    pool_size: int = 350
+    n_subsets: int = 500
+    irt_models: list[str] = ["2PL", "3PL"]
+    theta_methods: list[str] = ["MAP", "EAPsum"]
+    n_quant: int = 200
+    lam: float = 0.005
+    test_frac: float = 0.1
+    gam_df: int = 20
+    seed: int = 0
+
+    def lib_config(self):
+        from sigmap_lib.metabench import MetabenchConfig
+
+        return MetabenchConfig.from_kwargs(
+            pool_size=self.pool_size, n_subsets=self.n_subsets, irt_models=self.irt_models,
+            theta_methods=self.theta_methods, n_quant=self.n_quant, lam=self.lam, test_frac=self.test_frac,
+            gam_df=self.gam_df,
+        )
+
+
+def load_responses(storage: SigmapStorage):
+    """Per benchmark key: the 0/1 matrix (models × items), and the full normalised scores
+    (100 × share correct over all items, ALGORITHM §0) as a models × benchmarks frame."""
+    import pandas as pd
+
+    out = {}
+    for key in catalog_table(storage)["key"].to_list():
+        p = storage.path("items", key, "responses.parquet")
+        if p.exists():
+            df = pd.read_parquet(p).set_index("model")
+            out[key] = df.astype("int8")
+    full = pd.DataFrame({k: 100.0 * v.mean(axis=1) for k, v in out.items()})
+    return out, full
+
+
+def common_split(storage: SigmapStorage, settings: MetabenchSettings):
+    from sigmap_lib.metabench import split_models
+
+    responses, full = load_responses(storage)
+    if not responses:
+        raise dg.Failure("no benchmark has item-level responses (catalog `responses:`), metabench cannot run")
+    return responses, full, split_models(full, test_frac=settings.test_frac, seed=settings.seed)
+
+
+def mb_dir(storage: SigmapStorage, key: str, stage: str):
+    return storage.path("metabench", key, stage)
+
+
+_common = dict(
+    group_name="metabench",
+    partitions_def=benchmarks_partitions,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    automation_condition=partition_condition(),
+)
+
+
+@dg.asset(deps=["benchmark_items"], kinds={"parquet"}, **_common)
+def irt_item_pool(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+    """Common test split of models; items filtered (variance, guess-adjusted easiness,
+    item–total correlation); cross-validated random subsampling to a pool."""
+    from sigmap_lib.metabench import build_item_pool
+    from sigmap_lib.metabench_store import save_item_pool
+
+    responses, full, split = common_split(storage, config)
+    rows = []
+    for key in context.partition_keys:
+        if key not in responses:
+            rows.append({"benchmark": key, "status": "no item responses: skipped"})
+            continue
+        pool = build_item_pool(key, responses[key], full[key], split, seed=config.seed, config=config.lib_config())
+        save_item_pool(pool, mb_dir(storage, key, "pool"))
+        excluded = pool.item_stats["excluded_by"].fillna("").astype(str)
+        rows.append({"benchmark": key, "status": "ok", "items": responses[key].shape[1], "models": responses[key].shape[0],
+                     "excluded": int((excluded != "").sum()), "pool": len(pool.pool_items), "subsample val RMSE": pool.subsample_rmse})
+    split_path = storage.path("metabench", "split.parquet")
+    split_path.parent.mkdir(parents=True, exist_ok=True)
+    split.rename("split").to_frame().to_parquet(split_path)
+    return dg.MaterializeResult(metadata={"pools": dg.MetadataValue.md(md_table(rows, max_rows=100)),
+                                          "test_models": int((split == "test").sum())})
+
+
+@dg.asset(deps=[irt_item_pool], kinds={"python"}, **_common)
+def irt_fits(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+    """2PL/3PL(/4PL) IRT fits of each pool with `mirt`; θ by MAP and EAPsum; each
+    (model, θ-method) ranked by cross-validated reconstruction RMSE."""
+    from sigmap_lib.metabench import fit_pool_irt
+    from sigmap_lib.metabench_store import load_item_pool, save_pool_irt
+
+    responses, full = load_responses(storage)
+    rows = []
+    for key in context.partition_keys:
+        if key not in responses:
+            continue
+        pool = load_item_pool(mb_dir(storage, key, "pool"))
+        pirt = fit_pool_irt(key, responses[key], full[key], pool, config=config.lib_config())
+        save_pool_irt(pirt, mb_dir(storage, key, "irt"))
+        for r in pirt.cv.to_dict(orient="records"):
+            rows.append({"benchmark": key, **r})
+    return dg.MaterializeResult(metadata={"cross_validation": dg.MetadataValue.md(md_table(rows, max_rows=100))})
+
+
+@dg.asset(deps=[irt_fits], kinds={"parquet"}, **_common)
+def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+    """Information filtering over θ bins (R type-4 quantiles) with threshold λ, refit on the
+    selected items, GAM reconstruction of the full score; test RMSE vs a random subset."""
+    import pandas as pd
+
+    from sigmap_lib.metabench import select_items
+    from sigmap_lib.metabench_store import load_item_pool, load_pool_irt, save_benchmark_fit
+
+    responses, full = load_responses(storage)
+    split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]
+    rows = []
+    for key in context.partition_keys:
+        if key not in responses:
+            continue
+        pool = load_item_pool(mb_dir(storage, key, "pool"))
+        pirt = load_pool_irt(mb_dir(storage, key, "irt"))
+        fit = select_items(key, responses[key], full[key], pool, pirt, seed=config.seed, config=config.lib_config())
+        save_benchmark_fit(fit, split, config.lib_config(), mb_dir(storage, key, "selection"))
+        rows.append({"benchmark": key, "items": responses[key].shape[1], "pool": fit.n_pool, "selected": len(fit.selected),
+                     "IRT": fit.irt_model, "θ": fit.theta_method, "test RMSE": fit.test_rmse,
+                     "random-subset RMSE": fit.random_test_rmse})
+    return dg.MaterializeResult(metadata={"selection": dg.MetadataValue.md(md_table(rows, max_rows=100))})
+
+
+@dg.asset(
+    group_name="metabench",
+    deps=[dg.AssetDep(metabench_selection, partition_mapping=dg.AllPartitionMapping())],
+    automation_condition=aggregate_condition(),
+    kinds={"parquet", "html"},
+)
+def metabench(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+    """The joint metabench: union of the selections, grand-score and per-benchmark
+    reconstruction from all θs, one-factor analysis of the θs, export of the items
+    (parquet + JSONL for an lm-eval-harness task) and a report."""
+    import pandas as pd
+
+    from sigmap_lib.metabench import MetabenchFit, export_items, fit_joint, plot_reconstruction, plot_test_information
+    from sigmap_lib.metabench_store import load_benchmark_fit
+    from sigmap_lib.report import Section, render_html_report
+
+    responses, full = load_responses(storage)
+    split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]
+    fits = {}
+    for key in responses:
+        d = mb_dir(storage, key, "selection")
+        if (d / "metabench.json").exists():
+            fits[key] = load_benchmark_fit(d)
+    if not fits:
+        raise dg.Failure("no metabench_selection is materialized yet")
+    joint = fit_joint(fits, full[list(fits)], split, config=config.lib_config()) if len(fits) >= 2 else None
+    fit = MetabenchFit(config=config.lib_config(), seed=config.seed, split=split, benchmarks=fits, joint=joint)
+    fit.save(storage.path("metabench", "fit"))
+    questions = {}
+    for key in fits:
+        q = storage.path("items", key, "questions.parquet")
+        if q.exists():
+            questions[key] = pd.read_parquet(q)
+    exported = export_items(fit, questions, storage.path("metabench", "export"))
+    plots = storage.plots_dir()
+    rec_png = plot_reconstruction(fit, plots / "metabench_reconstruction.png")
+    info_png = plot_test_information(fit, plots / "metabench_information.png")
+    table = fit.rmse_table()
+    n_items = sum(r.shape[1] for k, r in responses.items() if k in fits)
+    summary = {
+        "benchmarks": list(fits), "items_total": int(n_items), "items_selected": fit.n_selected,
+        "compression_pct": 100.0 * fit.n_selected / max(n_items, 1), "test_rmse": fit.test_rmse,
+        "grand_test_rmse": fit.grand_test_rmse,
+        "factor_spearman_with_grand": float(joint.factor_spearman) if joint is not None else None,
+    }
+    write_json(summary, storage.path("reports", "metabench_summary.json"))
+    sections = [
+        Section("Summary", f"{fit.n_selected} of {n_items} items kept ({summary['compression_pct']:.1f}%). "
+                f"Grand-score test RMSE {fit.grand_test_rmse:.3g} points; one-factor Spearman with the grand score "
+                f"{summary['factor_spearman_with_grand']}.", tables=[("per benchmark", table)]),
+        Section("Reconstruction", images=[("reconstructed vs true (test models)", rec_png)]),
+        Section("Test information", images=[("test information curves", info_png)]),
+    ]
+    if joint is not None:
+        sections.append(Section("Joint reconstruction", "Each benchmark's score from all θs jointly, and the grand score.",
+                                 tables=[("RMSE (points)", joint.rmse_table.reset_index(names="target"))]))
+    html = render_html_report(sections, storage.reports_dir() / "metabench_report.html", title="sigmap — metabench")
+    return dg.MaterializeResult(
+        metadata={
+            "items_selected": fit.n_selected,
+            "items_total": int(n_items),
+            "compression_pct": round(summary["compression_pct"], 2),
+            "grand_test_rmse": fit.grand_test_rmse,
+            "rmse": dg.MetadataValue.md(md_table(table.to_dict(orient="records"), max_rows=50)),
+            "reconstruction": dg.MetadataValue.md(image_md(rec_png, "reconstructed vs true")),
+            "information": dg.MetadataValue.md(image_md(info_png, "test information")),
+            "export": dg.MetadataValue.json({k: str(v) for k, v in exported.items()}),
+            "report": dg.MetadataValue.path(str(html)),
+        }
+    )
