@@ -37,14 +37,25 @@ def _ignoring(cond, ignore: Sequence[str]):
     return cond.ignore(dg.AssetSelection.assets(*ignore)) if ignore else cond
 
 
+def _changed() -> dg.AutomationCondition:
+    return (AC.data_version_changed() & ~AC.executed_with_root_target()).with_label(
+        "data version changed"
+    ) | AC.will_be_requested()
+
+
 def deps_changed(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
     """A dependency's data version changed since the previous tick (not by a run that also
     updated this asset), or the dependency will be requested on this tick."""
-    cond = AC.any_deps_match(
-        (AC.data_version_changed() & ~AC.executed_with_root_target()).with_label("data version changed")
-        | AC.will_be_requested()
-    )
-    return _ignoring(cond, ignore).with_label("any dep changed")
+    return _ignoring(AC.any_deps_match(_changed()), ignore).with_label("any dep changed")
+
+
+def dep_about_to_refresh() -> dg.AutomationCondition:
+    """A dependency that is not requested with this asset has, itself, an upstream change on
+    this tick (one or two levels up): it is about to be refreshed, so wait for it. (This is
+    what `will_be_requested` cannot see across partitions definitions: `nll_ranks` about to be
+    rebuilt for `screened_candidates`, `signature_overlap` for `overlap_report`.)"""
+    pending = AC.any_deps_match(_changed() | AC.any_deps_match(_changed()))
+    return AC.any_deps_match(~AC.will_be_requested() & pending).with_label("a dep is about to refresh")
 
 
 def upstream_busy(depth: int = UPSTREAM_DEPTH) -> dg.AutomationCondition:
@@ -75,6 +86,7 @@ def aggregate_condition(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
             "some upstream partition is materialized"
         )
         & ~upstream_busy()
+        & ~dep_about_to_refresh()
         & ~AC.in_progress()
     ).with_label("aggregate: refresh on upstream changes, never wait for missing partitions")
 
@@ -88,5 +100,6 @@ def partition_condition() -> dg.AutomationCondition:
         .with_label("missing or upstream changed since last handled")
         & ~AC.any_deps_missing()
         & ~upstream_busy()
+        & ~dep_about_to_refresh()
         & ~AC.in_progress()
     ).with_label("partition: fill new partitions, follow upstream changes")

@@ -38,6 +38,13 @@ def _setup_env(storage: str | None) -> Path:
         Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    home = Path(os.environ["DAGSTER_HOME"])
+    if not (home / "dagster.yaml").exists():
+        # no telemetry (there is no network anyway); everything else at its default
+        (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     return root
 
 
@@ -48,7 +55,13 @@ def _load_defs():
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    import logging
+    import warnings
+
     import dagster as dg
+
+    warnings.simplefilter("ignore")
+    logging.getLogger("dagster").setLevel(logging.WARNING)
 
     from sigmap_assets.demo import DemoRunner
     from sigmap_assets.resources import write_project_config

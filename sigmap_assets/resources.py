@@ -141,6 +141,16 @@ class WorldResource(dg.ConfigurableResource):
     def file(self, name: str) -> Path:
         return self.root() / name
 
+    def settings(self) -> dict[str, Any]:
+        """The world's recommended asset settings (``settings.yaml``; may be absent)."""
+        path = self.file("settings.yaml")
+        if not path.exists():
+            return {}
+        data = yaml.safe_load(path.read_text()) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of settings per asset group")
+        return data
+
 
 class ComputeResource(dg.ConfigurableResource):
     """Where the forward passes run: device (``auto`` = cuda > mps > cpu), dtype and threads."""

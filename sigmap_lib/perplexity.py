@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -60,6 +61,11 @@ __all__ = [
     "score_corpus",
     "token_nll",
 ]
+
+# transformers' loading temporarily patches torch module construction globally (meta-device
+# init); two loads in threads of one process corrupt each other ("Cannot copy out of meta
+# tensor"), so loads are serialized. Scoring itself runs concurrently.
+_LOAD_LOCK = threading.Lock()
 
 _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
            "float16": "float16", "fp16": "float16"}  # fmt: skip
@@ -142,8 +148,6 @@ def load_model(
         Hub ids are loaded with ``local_files_only`` when ``HF_HUB_OFFLINE`` /
         ``TRANSFORMERS_OFFLINE`` is set.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
     raw = str(path_or_id)
     p = Path(raw).expanduser()
     kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
@@ -173,6 +177,14 @@ def load_model(
             kw["local_files_only"] = True
     dev = resolve_device(device)
     torch_dtype = _resolve_dtype(dtype, dev)
+    with _LOAD_LOCK:
+        return _load(source, raw, kw, dev, torch_dtype, use_safetensors)
+
+
+def _load(source: str, raw: str, kw: dict[str, Any], dev: str, torch_dtype: Any,
+          use_safetensors: bool) -> tuple[Any, Any]:  # fmt: skip
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, **kw)
     except (OSError, ValueError) as exc:

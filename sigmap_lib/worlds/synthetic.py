@@ -328,6 +328,12 @@ def make_synthetic_world(
             for b in range(nb)
         }
         (tmp / "catalog.yaml").write_text(yaml.safe_dump({"benchmarks": catalog}, sort_keys=False))
+        # recommended settings for short benchmarks: with ~100 items per benchmark the
+        # paper's λ = 0.005 per item would keep almost every item (the full score is an
+        # exact function of all of them), so the penalty is scaled up.
+        (tmp / "settings.yaml").write_text(
+            yaml.safe_dump({"metabench": {"lam": 0.05, "n_quant": min(50, n_items)}}, sort_keys=False)
+        )
         pl.DataFrame({"model": model_ids, **{names[b]: scores[:, b] for b in range(nb)}}).write_csv(
             tmp / "scores.csv"
         )

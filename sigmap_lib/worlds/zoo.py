@@ -49,6 +49,7 @@ __all__ = [
     "ZooModelSpec",
     "ZooWorld",
     "build_texts",
+    "build_zoo_benchmarks",
     "build_zoo_world",
     "default_workers",
     "evaluate_zoo_benchmarks",
@@ -730,10 +731,14 @@ def write_world(
     scores_df.write_csv(tmp)
     os.replace(tmp, root / "scores.csv")
 
+    from sigmap_lib.corpus import segment_units
+
     corpus_stats = {
         d: {
-            "docs": sum(1 for v in domain_of.values() if v == d),
+            "docs": len(texts.docs["corpus"][d]),
             "chars": sum(len(x.text) for x in texts.docs["corpus"][d]),
+            # units of the default segmentation (sigmap_lib.corpus.segment_units)
+            "units": int(sum(len(segment_units(x.text)) for x in texts.docs["corpus"][d])),
         }
         for d in DOMAINS
     }

@@ -279,14 +279,22 @@ def test_scores_non_numeric_cell(project: Project) -> None:
     f, rows = _scores(project)
     rows[3][2] = "seventy"
     _write(f, rows)
-    assert_rejected(project, ["benchmark_scores"], [str(f), "seventy"])
+    assert_rejected(
+        project,
+        ["benchmark_scores"],
+        [str(f), "column 'coding_ai2_01'", "non-numeric", "line 4", "'seventy'"],
+    )
 
 
 def test_scores_out_of_catalog_range(project: Project) -> None:
     f, rows = _scores(project)
     rows[2][1] = "130.5"
     _write(f, rows)
-    assert_rejected(project, ["benchmark_scores"], [str(f), "130.5", "math_ai2_00", "range"])
+    assert_rejected(
+        project,
+        ["benchmark_scores"],
+        [str(f), "130.5", "benchmark 'math_ai2_00'", "outside its catalog score_range [0, 100]"],
+    )
 
 
 def test_scores_duplicate_model_benchmark(project: Project) -> None:
@@ -322,14 +330,22 @@ def test_responses_duplicated_model(project: Project) -> None:
     df = pl.read_parquet(f)
     pl.concat([df, df[2:3]]).write_parquet(f)
     assert_rejected(
-        project, ["benchmark_items"], [str(f), "duplicate", df["model"][2]], partition=BENCH
+        project,
+        ["benchmark_items"],
+        [str(f), f"duplicate model row(s): {df['model'][2]!r} (row 2, row 12)"],
+        partition=BENCH,
     )
 
 
 def test_items_missing_text_column(project: Project) -> None:
     f = world(project) / "items" / f"{BENCH}.parquet"
     pl.read_parquet(f).rename({"text": "question"}).write_parquet(f)
-    assert_rejected(project, ["benchmark_items"], [str(f), "text"], partition=BENCH)
+    assert_rejected(
+        project,
+        ["benchmark_items"],
+        [str(f), "text column 'text' not found", "question"],
+        partition=BENCH,
+    )
 
 
 # ----------------------------------------------------------------------------------- config

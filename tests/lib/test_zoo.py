@@ -120,6 +120,31 @@ def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
         assert eval(bad.split(" = ")[0]) != int(bad.split(" = ")[1])
 
 
+def test_roster_and_training_mixtures(quick_texts) -> None:
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.worlds.zoo import MIXTURES, ZOO_MODELS, _training_texts, model_specs
+
+    full = model_specs(16)
+    assert len(full) == len(ZOO_MODELS) == 16
+    assert len({s.name for s in full}) == 16
+    assert {s.arch for s in full} == {"gpt2", "llama"}
+    assert len({s.mixture for s in full}) >= 5 and len({s.size for s in full}) == 3
+    assert len({s.steps for s in full}) >= 3
+    small = model_specs(4)
+    assert {s.arch for s in small} == {"gpt2", "llama"}
+    with pytest.raises(SigmapInputError, match="n_models"):
+        model_specs(17)
+    for spec in model_specs(6, quick=True):
+        texts, chars = _training_texts(quick_texts, spec)
+        total = sum(chars.values())
+        assert sum(len(t) for t in texts) == total
+        for dom, share in MIXTURES[spec.mixture].items():
+            if share == 0:
+                assert chars[dom] == 0
+            else:  # whole documents are drawn, so shares are approximate
+                assert abs(chars[dom] / total - share) < 0.05, (spec.name, dom)
+
+
 # ------------------------------------------------------------------- scoring
 
 

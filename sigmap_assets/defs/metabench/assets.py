@@ -12,29 +12,32 @@ import dagster as dg
 from sigmap_assets.automation import aggregate_condition, partition_condition
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
-from sigmap_assets.resources import SigmapStorage
+from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.tables import catalog_table, write_json
 
 
 class MetabenchSettings(dg.Config):
-    pool_size: int = 350
-    n_subsets: int = 500
-    irt_models: list[str] = ["2PL", "3PL"]
-    theta_methods: list[str] = ["MAP", "EAPsum"]
-    n_quant: int = 200
-    lam: float = 0.005
-    test_frac: float = 0.1
-    gam_df: int = 20
+    """Hyperparameters (`sigmap_lib.metabench.MetabenchConfig`). Unset fields take the world's
+    recommendation (`settings.yaml` → `metabench:` in the world folder, e.g. a larger λ for
+    benchmarks of 100 items) and then the library defaults (the paper's: pool 350, λ 0.005,
+    200 θ bins)."""
+
+    pool_size: int | None = None
+    n_subsets: int | None = None
+    irt_models: list[str] | None = None
+    theta_methods: list[str] | None = None
+    n_quant: int | None = None
+    lam: float | None = None
+    test_frac: float | None = None
+    gam_df: int | None = None
     seed: int = 0
 
-    def lib_config(self):
+    def lib_config(self, world: WorldResource):
         from sigmap_lib.metabench import MetabenchConfig
 
-        return MetabenchConfig.from_kwargs(
-            pool_size=self.pool_size, n_subsets=self.n_subsets, irt_models=self.irt_models,
-            theta_methods=self.theta_methods, n_quant=self.n_quant, lam=self.lam, test_frac=self.test_frac,
-            gam_df=self.gam_df,
-        )
+        merged = dict(world.settings().get("metabench", {}))
+        merged.update({k: v for k, v in self.model_dump().items() if v is not None and k != "seed"})
+        return MetabenchConfig.from_kwargs(**merged)
 
 
 def load_responses(storage: SigmapStorage):
@@ -52,13 +55,13 @@ def load_responses(storage: SigmapStorage):
     return out, full
 
 
-def common_split(storage: SigmapStorage, settings: MetabenchSettings):
+def common_split(storage: SigmapStorage, settings: MetabenchSettings, world: WorldResource):
     from sigmap_lib.metabench import split_models
 
     responses, full = load_responses(storage)
     if not responses:
         raise dg.Failure("no benchmark has item-level responses (catalog `responses:`), metabench cannot run")
-    return responses, full, split_models(full, test_frac=settings.test_frac, seed=settings.seed)
+    return responses, full, split_models(full, test_frac=settings.lib_config(world).test_frac, seed=settings.seed)
 
 
 def mb_dir(storage: SigmapStorage, key: str, stage: str):
@@ -74,19 +77,19 @@ _common = dict(
 
 
 @dg.asset(deps=["benchmark_items"], kinds={"parquet"}, **_common)
-def irt_item_pool(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+def irt_item_pool(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
     """Common test split of models; items filtered (variance, guess-adjusted easiness,
     item–total correlation); cross-validated random subsampling to a pool."""
     from sigmap_lib.metabench import build_item_pool
     from sigmap_lib.metabench_store import save_item_pool
 
-    responses, full, split = common_split(storage, config)
+    responses, full, split = common_split(storage, config, world)
     rows = []
     for key in context.partition_keys:
         if key not in responses:
             rows.append({"benchmark": key, "status": "no item responses: skipped"})
             continue
-        pool = build_item_pool(key, responses[key], full[key], split, seed=config.seed, config=config.lib_config())
+        pool = build_item_pool(key, responses[key], full[key], split, seed=config.seed, config=config.lib_config(world))
         save_item_pool(pool, mb_dir(storage, key, "pool"))
         excluded = pool.item_stats["excluded_by"].fillna("").astype(str)
         rows.append({"benchmark": key, "status": "ok", "items": responses[key].shape[1], "models": responses[key].shape[0],
@@ -99,7 +102,7 @@ def irt_item_pool(context: dg.AssetExecutionContext, config: MetabenchSettings, 
 
 
 @dg.asset(deps=[irt_item_pool], kinds={"python"}, **_common)
-def irt_fits(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+def irt_fits(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
     """2PL/3PL(/4PL) IRT fits of each pool with `mirt`; θ by MAP and EAPsum; each
     (model, θ-method) ranked by cross-validated reconstruction RMSE."""
     from sigmap_lib.metabench import fit_pool_irt
@@ -111,7 +114,7 @@ def irt_fits(context: dg.AssetExecutionContext, config: MetabenchSettings, stora
         if key not in responses:
             continue
         pool = load_item_pool(mb_dir(storage, key, "pool"))
-        pirt = fit_pool_irt(key, responses[key], full[key], pool, config=config.lib_config())
+        pirt = fit_pool_irt(key, responses[key], full[key], pool, config=config.lib_config(world))
         save_pool_irt(pirt, mb_dir(storage, key, "irt"))
         for r in pirt.cv.to_dict(orient="records"):
             rows.append({"benchmark": key, **r})
@@ -119,7 +122,7 @@ def irt_fits(context: dg.AssetExecutionContext, config: MetabenchSettings, stora
 
 
 @dg.asset(deps=[irt_fits], kinds={"parquet"}, **_common)
-def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
     """Information filtering over θ bins (R type-4 quantiles) with threshold λ, refit on the
     selected items, GAM reconstruction of the full score; test RMSE vs a random subset."""
     import pandas as pd
@@ -135,8 +138,8 @@ def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSett
             continue
         pool = load_item_pool(mb_dir(storage, key, "pool"))
         pirt = load_pool_irt(mb_dir(storage, key, "irt"))
-        fit = select_items(key, responses[key], full[key], pool, pirt, seed=config.seed, config=config.lib_config())
-        save_benchmark_fit(fit, split, config.lib_config(), mb_dir(storage, key, "selection"))
+        fit = select_items(key, responses[key], full[key], pool, pirt, seed=config.seed, config=config.lib_config(world))
+        save_benchmark_fit(fit, split, config.lib_config(world), mb_dir(storage, key, "selection"))
         rows.append({"benchmark": key, "items": responses[key].shape[1], "pool": fit.n_pool, "selected": len(fit.selected),
                      "IRT": fit.irt_model, "θ": fit.theta_method, "test RMSE": fit.test_rmse,
                      "random-subset RMSE": fit.random_test_rmse})
@@ -149,7 +152,7 @@ def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSett
     automation_condition=aggregate_condition(),
     kinds={"parquet", "html"},
 )
-def metabench(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage) -> dg.MaterializeResult:
+def metabench(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
     """The joint metabench: union of the selections, grand-score and per-benchmark
     reconstruction from all θs, one-factor analysis of the θs, export of the items
     (parquet + JSONL for an lm-eval-harness task) and a report."""
@@ -168,8 +171,8 @@ def metabench(context: dg.AssetExecutionContext, config: MetabenchSettings, stor
             fits[key] = load_benchmark_fit(d)
     if not fits:
         raise dg.Failure("no metabench_selection is materialized yet")
-    joint = fit_joint(fits, full[list(fits)], split, config=config.lib_config()) if len(fits) >= 2 else None
-    fit = MetabenchFit(config=config.lib_config(), seed=config.seed, split=split, benchmarks=fits, joint=joint)
+    joint = fit_joint(fits, full[list(fits)], split, config=config.lib_config(world)) if len(fits) >= 2 else None
+    fit = MetabenchFit(config=config.lib_config(world), seed=config.seed, split=split, benchmarks=fits, joint=joint)
     fit.save(storage.path("metabench", "fit"))
     questions = {}
     for key in fits:
