@@ -61,6 +61,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import dagster as dg
 
     warnings.simplefilter("ignore")
+    os.environ.setdefault("SIGMAP_PROGRESS", "1")
     logging.getLogger("dagster").setLevel(logging.WARNING)
 
     from sigmap_assets.demo import DemoRunner

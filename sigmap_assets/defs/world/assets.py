@@ -1,6 +1,8 @@
 """The world the graph runs on: the embedded tiny-model zoo, the synthetic world, or a folder."""
 
 
+import os
+import sys
 import time
 
 import dagster as dg
@@ -27,9 +29,13 @@ def model_zoo(context: dg.AssetExecutionContext, world: WorldResource) -> dg.Mat
     if kind == "zoo":
         from sigmap_lib.worlds.zoo import build_zoo_world
 
-        built = build_zoo_world(
-            root, seed=world.seed, quick=world.resolved_quick(), progress=context.log.info
-        )
+        def progress(stage: str, done: int, total: int, message: str) -> None:
+            line = f"zoo · {stage} {done}/{total} {message}"
+            context.log.info(line)
+            if os.environ.get("SIGMAP_PROGRESS"):
+                print(f"    {line}", file=sys.stderr, flush=True)
+
+        built = build_zoo_world(root, seed=world.seed, quick=world.resolved_quick(), progress=progress)
         extra.update(_summary_metadata(built))
     elif kind == "synthetic":
         from sigmap_lib.worlds.synthetic import make_synthetic_world
