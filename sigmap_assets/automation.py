@@ -28,6 +28,19 @@ import dagster as dg
 
 AC = dg.AutomationCondition
 
+#: Assets whose refresh automation requests (only these are waited for as "about to refresh";
+#: token_nll, the registry, catalog and scores are refreshed by sensors and the schedule).
+#: Add new automated assets here.
+AUTOMATED = (
+    "nll_ranks",
+    "screened_candidates",
+    "signatures",
+    "performance_overlap",
+    "semantic_overlap",
+    "signature_overlap",
+    "overlap_report",
+)
+
 #: How many levels upstream an in-progress (or just requested) run holds an asset back:
 #: overlap_report → signature_overlap → signatures → screened_candidates → nll_ranks.
 UPSTREAM_DEPTH = 4
@@ -55,7 +68,11 @@ def dep_about_to_refresh() -> dg.AutomationCondition:
     what `will_be_requested` cannot see across partitions definitions: `nll_ranks` about to be
     rebuilt for `screened_candidates`, `signature_overlap` for `overlap_report`.)"""
     pending = AC.any_deps_match(_changed() | AC.any_deps_match(_changed()))
-    return AC.any_deps_match(~AC.will_be_requested() & pending).with_label("a dep is about to refresh")
+    return (
+        AC.any_deps_match(~AC.will_be_requested() & pending)
+        .allow(dg.AssetSelection.assets(*AUTOMATED))
+        .with_label("a dep is about to refresh")
+    )
 
 
 def upstream_busy(depth: int = UPSTREAM_DEPTH) -> dg.AutomationCondition:

@@ -152,7 +152,7 @@ def cmd_realdata(args: argparse.Namespace) -> int:
 
         result = real_data_overlap_summary(data)
     else:
-        from sigmap_lib.metabench import real_data_validation
+        from sigmap_lib.validation import real_data_validation
 
         result = real_data_validation(data)
     print(json.dumps(result, default=float))

@@ -106,6 +106,9 @@ def signature_robustness(
     if len(nll_arrays) != m:
         raise SigmapInputError(f"{len(nll_arrays)} NLL arrays for {m} models")
     d = int(np.asarray(unit_nbytes).shape[0])
+    split = int(corpus_split if corpus_split is not None else d // 2)
+    if not 0 < split < d:
+        raise SigmapInputError(f"corpus_split must be inside (0, {d}), got {split}")
     base = {k: v for k, v in extract_kwargs.items() if v is not None}
     rng = np.random.default_rng(seed)
     out: list[Variant] = []
@@ -126,9 +129,6 @@ def signature_robustness(
     add(f"screening={other}", f"{other} instead of {base.get('statistic', 'thrush')} screening", sigs,
         _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd))
     # 2. each half of the corpus
-    split = int(corpus_split if corpus_split is not None else d // 2)
-    if not 0 < split < d:
-        raise SigmapInputError(f"corpus_split must be inside (0, {d}), got {split}")
     for name, lo, hi in (("corpus half 1", 0, split), ("corpus half 2", split, d)):
         sigs = run(all_values[lo:hi], y, offset=lo)
         add(name, f"units {lo:,}–{hi:,} only", sigs, _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd))
