@@ -69,7 +69,7 @@ def dep_about_to_refresh() -> dg.AutomationCondition:
     rebuilt for `screened_candidates`, `signature_overlap` for `overlap_report`.)"""
     pending = AC.any_deps_match(_changed() | AC.any_deps_match(_changed()))
     return (
-        AC.any_deps_match(~AC.will_be_requested() & pending)
+        AC.any_deps_match(~AC.will_be_requested() & ~AC.newly_updated() & pending)
         .allow(dg.AssetSelection.assets(*AUTOMATED))
         .with_label("a dep is about to refresh")
     )

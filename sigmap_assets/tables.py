@@ -9,20 +9,27 @@ from typing import Any
 from sigmap_assets.resources import SigmapStorage
 
 
-def write_parquet(df: Any, path: Path) -> Path:
+def _atomic(path: Path, write) -> Path:
+    """Write to a temporary sibling, then rename; on failure the old file stays and no
+    temporary file is left behind."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    df.write_parquet(tmp)
-    tmp.replace(path)
+    try:
+        write(tmp)
+        tmp.replace(path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
+
+
+def write_parquet(df: Any, path: Path) -> Path:
+    return _atomic(path, df.write_parquet)
 
 
 def write_json(obj: Any, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj, indent=1, default=_default))
-    tmp.replace(path)
-    return path
+    text = json.dumps(obj, indent=1, default=_default)
+    return _atomic(path, lambda tmp: tmp.write_text(text))
 
 
 def _default(o: Any) -> Any:

@@ -5,15 +5,19 @@ MMLU 14,042; TruthfulQA 817; WinoGrande 1,267 items) x 5,000 models. Item parame
 resampled from the real R-mirt parameters in ``../shared/data/metabench_irt`` and abilities
 from the real θs of ``abilities_secondary.parquet`` (both when available; otherwise the
 synthetic defaults of :func:`sigmap_lib.metabench.simulate_benchmarks`).
-``--quick`` shrinks everything (1,000 models, sizes / 10, pool 120, 100 subsets).
+``--quick`` shrinks everything (1,000 models, sizes / 10, pool 120, 100 subsets);
+``--scale`` and ``--benchmarks`` run intermediate sizes (used when the full size cannot
+finish on a loaded machine).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import sys
 import time
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -48,8 +52,26 @@ def _real_inputs() -> tuple[pd.DataFrame | None, np.ndarray | None]:
     return params, ab[cols].to_numpy(float)
 
 
+def _peak_rss_mb() -> float:
+    """Peak resident set size of this process in MiB (``ru_maxrss`` is KiB on Linux)."""
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return round(kb / (1024 * 1024) if sys.platform == "darwin" else kb / 1024, 1)
+
+
+def _loadavg() -> list[float] | None:
+    try:
+        return [round(v, 2) for v in os.getloadavg()]
+    except OSError:  # pragma: no cover - platform without getloadavg
+        return None
+
+
 def main(argv: list[str] | None = None) -> dict:
-    """Run the benchmark; returns the result dict (the CLI prints it as one JSON line)."""
+    """Run the benchmark; returns the result dict (the CLI prints it as one JSON line).
+
+    The pipeline is :func:`sigmap_lib.metabench.fit_metabench`, run stage by stage here
+    (same calls, same order) so that each benchmark's wall time can be reported; a
+    progress line per benchmark goes to stderr.
+    """
     from sigmap_lib import metabench as mb
 
     ap = argparse.ArgumentParser(prog="sigmap bench metabench", description=__doc__)
@@ -57,13 +79,32 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--models", type=int, default=None)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--n-subsets", type=int, default=None)
+    ap.add_argument(
+        "--scale",
+        type=float,
+        default=None,
+        help="multiply the original benchmark sizes by this factor (default 1, --quick 0.1)",
+    )
+    ap.add_argument(
+        "--benchmarks",
+        default=None,
+        help="comma-separated subset of " + ",".join(SIZES) + " (default: all six)",
+    )
     args = ap.parse_args(argv)
     n_models = args.models or (1000 if args.quick else 5000)
-    sizes = {k: max(60, v // 10) for k, v in SIZES.items()} if args.quick else dict(SIZES)
+    scale = args.scale if args.scale is not None else (0.1 if args.quick else 1.0)
+    names = list(SIZES) if not args.benchmarks else [b.strip() for b in args.benchmarks.split(",")]
+    unknown = sorted(set(names) - set(SIZES))
+    if unknown or len(names) < 2:
+        raise SystemExit(f"sigmap bench metabench: need >= 2 of {list(SIZES)}, got {names}")
+    sizes = {k: max(60, round(SIZES[k] * scale)) for k in names}
     config = {"pool_size": 120, "n_subsets": 100, "n_quant": 80} if args.quick else {}
     if args.n_subsets:
         config["n_subsets"] = args.n_subsets
     params, abilities = _real_inputs()
+    if abilities is not None:
+        abilities = abilities[:, [list(SIZES).index(k) for k in names]]
+    load_start = _loadavg()
     t0 = time.perf_counter()
     print(f"simulating {n_models} models x {sum(sizes.values())} items", file=sys.stderr)
     responses, scores, _ = mb.simulate_benchmarks(
@@ -71,39 +112,89 @@ def main(argv: list[str] | None = None) -> dict:
     )
     t_sim = time.perf_counter() - t0
     t1 = time.perf_counter()
-    fit = mb.fit_metabench(responses, scores, seed=args.seed, **config)
+    cfg = mb.MetabenchConfig.from_kwargs(**config)
+    with warnings.catch_warnings():
+        # statsmodels warns on every rank-deficient B-spline design (tied θ); harmless here
+        warnings.simplefilter("ignore")
+        mb._check_inputs(responses, scores)
+        split = mb.split_models(scores, test_frac=cfg.test_frac, seed=args.seed)
+        fits, bench_wall = {}, {}
+        for bm, df in responses.items():
+            tb = time.perf_counter()
+            fits[bm] = mb.fit_benchmark(bm, df, scores[bm], split, seed=args.seed, config=cfg)
+            bench_wall[bm] = round(time.perf_counter() - tb, 2)
+            f = fits[bm]
+            print(
+                f"{bm}: {len(f.selected)}/{sizes[bm]} items, {f.irt_model}/{f.theta_method}, "
+                f"test RMSE {f.test_rmse:.3f} (random {f.random_test_rmse:.3f}), "
+                f"{bench_wall[bm]:.0f} s, load {_loadavg()}",
+                file=sys.stderr,
+            )
+        tj = time.perf_counter()
+        joint = mb.fit_joint(fits, scores, split, config=cfg)
+        t_joint = time.perf_counter() - tj
+    fit = mb.MetabenchFit(config=cfg, seed=args.seed, split=split, benchmarks=fits, joint=joint)
     t_fit = time.perf_counter() - t1
     table = fit.rmse_table()
     n_total = sum(sizes.values())
     out = {
         "bench": "metabench",
         "quick": bool(args.quick),
+        "seed": args.seed,
         "n_models": n_models,
         "n_items_total": n_total,
         "n_items_selected": fit.n_selected,
-        "items_kept_pct": 100.0 * fit.n_selected / n_total,
+        "items_kept_pct": round(100.0 * fit.n_selected / n_total, 3),
         "real_params": params is not None,
+        "config": {k: v for k, v in cfg.to_dict().items() if k in _REPORTED_CONFIG},
         "wall_s_simulate": round(t_sim, 2),
         "wall_s_pipeline": round(t_fit, 2),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "grand_test_rmse": fit.grand_test_rmse,
-        "factor_spearman": fit.joint.factor_spearman if fit.joint else None,
-        "mean_test_rmse": float(table["test_rmse"].mean()),
-        "mean_random_test_rmse": float(table["random_test_rmse"].mean()),
+        "wall_s_joint": round(t_joint, 2),
+        "wall_s_total": round(time.perf_counter() - t0, 2),
+        "peak_rss_mb": _peak_rss_mb(),
+        "loadavg_start": load_start,
+        "loadavg_end": _loadavg(),
+        "cpu_count": os.cpu_count(),
+        "grand_test_rmse": round(fit.grand_test_rmse, 4),
+        "factor_spearman": round(fit.joint.factor_spearman, 4) if fit.joint else None,
+        "mean_test_rmse": round(float(table["test_rmse"].mean()), 4),
+        "mean_random_test_rmse": round(float(table["random_test_rmse"].mean()), 4),
+        "mean_ratio_vs_random": round(
+            float((table["test_rmse"] / table["random_test_rmse"]).mean()), 4
+        ),
         "per_benchmark": {
             r.benchmark: {
+                "n_items_total": int(sizes[r.benchmark]),
+                "n_pool": int(r.n_pool),
                 "n_items": int(r.n_items),
+                "items_kept_pct": round(100.0 * r.n_items / sizes[r.benchmark], 3),
                 "irt_model": r.irt_model,
                 "theta_method": r.theta_method,
+                "val_rmse": round(float(r.val_rmse), 4),
                 "test_rmse": round(float(r.test_rmse), 4),
                 "random_test_rmse": round(float(r.random_test_rmse), 4),
                 "ratio_vs_random": round(float(r.test_rmse / r.random_test_rmse), 4),
                 "test_rmse_joint": round(float(r.test_rmse_joint), 4),
+                "wall_s": bench_wall[r.benchmark],
             }
             for r in table.itertuples()
         },
     }
     return out
+
+
+_REPORTED_CONFIG = (
+    "pool_size",
+    "n_subsets",
+    "irt_models",
+    "theta_methods",
+    "n_quant",
+    "n_tau",
+    "top_k",
+    "lam",
+    "gam_df",
+    "n_random_baseline",
+)
 
 
 if __name__ == "__main__":  # pragma: no cover
