@@ -39,6 +39,11 @@ AUTOMATED = (
     "semantic_overlap",
     "signature_overlap",
     "overlap_report",
+    "benchmark_items",
+    "irt_item_pool",
+    "irt_fits",
+    "metabench_selection",
+    "metabench",
 )
 
 #: How many levels upstream an in-progress (or just requested) run holds an asset back:

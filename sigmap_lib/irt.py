@@ -60,7 +60,10 @@ class IrtFit:
     model : str
         ``"2PL"``, ``"3PL"`` or ``"4PL"``.
     log_likelihood, n_iterations, converged
-        EM diagnostics from mirt.
+        EM diagnostics from mirt (of the last EM run).
+    extra : dict
+        ``stages``: one entry per EM run (``box`` "default" or "wide", ``converged``,
+        ``n_iterations``), plus the ``max_iter``, ``tol`` and ``n_quadpts`` used.
     """
 
     params: pd.DataFrame
@@ -197,6 +200,11 @@ def fit_irt(
         item_names=items,
     )
     refit = _on_default_bounds(res.model.parameters)
+    # which EM runs happened and whether each converged (lets callers reuse a fit that
+    # converged under a smaller cycle limit: mirt's EM uses max_iter only as the bound)
+    stages = [
+        {"box": "default", "converged": bool(res.converged), "n_iterations": int(res.n_iterations)}
+    ]
     if refit.any():
         pars = res.model.parameters
         a_prev = np.asarray(pars["discrimination"], float).reshape(m)
@@ -221,6 +229,9 @@ def fit_irt(
                 start_values=start,
                 item_names=items,
             )
+        stages.append(
+            {"box": "wide", "converged": bool(res.converged), "n_iterations": int(res.n_iterations)}
+        )
     pars = res.model.parameters
     a = np.asarray(pars["discrimination"], float).reshape(m)
     bb = np.asarray(pars["difficulty"], float).reshape(m)
@@ -235,6 +246,12 @@ def fit_irt(
         log_likelihood=float(res.log_likelihood),
         n_iterations=int(res.n_iterations),
         converged=bool(res.converged),
+        extra={
+            "stages": stages,
+            "max_iter": int(max_iter),
+            "tol": float(tol),
+            "n_quadpts": int(n_quadpts),
+        },
     )
 
 

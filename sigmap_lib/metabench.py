@@ -47,7 +47,7 @@ import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.gam import GamModel, fit_gam, fit_pspline
-from sigmap_lib.irt import IRT_MODELS, estimate_theta, fit_irt, item_information
+from sigmap_lib.irt import IRT_MODELS, IrtFit, estimate_theta, fit_irt, item_information
 
 # ---------------------------------------------------------------------------
 # configuration
@@ -535,6 +535,9 @@ def select_items(
     records: list[dict] = []
     seen: dict[tuple, dict] = {}
     grids: dict[tuple, np.ndarray] = {}
+    # The refit depends on (IRT model, items) only, not on the θ method: pairs such as
+    # 2PL/MAP and 2PL/EAPsum often select the same items, so each refit is done once.
+    irt_cache: dict[tuple, IrtFit] = {}
     for model, method in pairs:
         params = pool_irt.params[model]
         th = pool_irt.thetas[f"{model}/{method}"].reindex(fit_index)["theta"].to_numpy()
@@ -570,6 +573,7 @@ def select_items(
                         method,
                         cfg,
                         cfg.max_iter_search,
+                        irt_cache=irt_cache,
                     )
                     rec.update(val_rmse=v["val_rmse"], objective=v["val_rmse"] + lam * len(sel))
                     seen[key] = rec
@@ -591,6 +595,7 @@ def select_items(
         cfg,
         cfg.max_iter_final,
         full=True,
+        irt_cache=irt_cache,
     )
     thetas = final["thetas"]
     thetas.insert(0, "role", roles)
@@ -641,9 +646,23 @@ def _evaluate_selection(
     cfg: MetabenchConfig,
     max_iter: int,
     full: bool = False,
+    irt_cache: dict[tuple, IrtFit] | None = None,
 ) -> dict:
-    """Refit ``model`` on the selected items (train models), θ by ``method``, GAM on train."""
-    fit = fit_irt(x[tr], model, max_iter=max_iter, tol=cfg.tol, benchmark=benchmark)
+    """Refit ``model`` on the selected items (train models), θ by ``method``, GAM on train.
+
+    ``irt_cache`` maps ``(model, items)`` to an earlier refit on the same train rows. It is
+    reused when it was run with the same cycle limit, or with a smaller one under which
+    every EM run converged (mirt's EM uses the limit only as a bound, so the result is
+    identical to a run with the larger limit).
+    """
+    key = (model, tuple(x.columns))
+    fit = irt_cache.get(key) if irt_cache is not None else None
+    if fit is not None and not _fit_reusable(fit, max_iter, cfg.tol):
+        fit = None
+    if fit is None:
+        fit = fit_irt(x[tr], model, max_iter=max_iter, tol=cfg.tol, benchmark=benchmark)
+        if irt_cache is not None:
+            irt_cache[key] = fit
     th = estimate_theta(fit.params, x if full else x[tr | va], method, benchmark=benchmark)
     t = th["theta"].to_numpy()
     if full:
@@ -656,6 +675,18 @@ def _evaluate_selection(
     if full:
         out["thetas"] = th
     return out
+
+
+def _fit_reusable(fit: IrtFit, max_iter: int, tol: float) -> bool:
+    """Whether ``fit`` equals what ``fit_irt(..., max_iter=max_iter, tol=tol)`` returns."""
+    ex = fit.extra
+    if not ex or ex.get("tol") != tol or "stages" not in ex:
+        return False
+    if ex["max_iter"] == max_iter:
+        return True
+    return ex["max_iter"] < max_iter and all(
+        st["converged"] and st["n_iterations"] < ex["max_iter"] for st in ex["stages"]
+    )
 
 
 def random_subset_rmse(

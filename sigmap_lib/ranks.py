@@ -55,7 +55,8 @@ STORE_FORMAT = "sigmap.ranks/1"
 MAX_MODELS_UINT8 = 128
 MAX_MODELS_UINT16 = 32768
 
-_KERNELS: dict[str, Any] = {}
+# integer inputs ranked as they are (rank codes themselves, counts); others go to float64
+_EXACT_INT_DTYPES = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.int16, np.int32, np.int64))
 
 
 def rank_dtype(n_models: int) -> np.dtype:
@@ -80,26 +81,22 @@ def rank_dtype(n_models: int) -> np.dtype:
     raise SigmapInputError(f"at most {MAX_MODELS_UINT16} models can be ranked, got {n_models}")
 
 
-def _kernel() -> Any:
-    """Compile (once, cached on disk) the numba ranking kernel."""
-    if "encode" in _KERNELS:
-        return _KERNELS["encode"]
-    import numba as nb
+def _kernels() -> Any:
+    """The numba kernels (module :mod:`sigmap_lib._rank_kernels`, imported on first use)."""
+    from sigmap_lib import _rank_kernels
 
-    @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-    def _encode(v: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
-        d, m = v.shape
-        for u in nb.prange(d):
-            for k in range(m):
-                pk = v[u, k]
-                s = 0
-                for l in range(m):  # noqa: E741
-                    pl = v[u, l]
-                    s += 2 * np.int32(pl < pk) + np.int32(pl == pk)
-                out[u, k] = s - 1
+    return _rank_kernels
 
-    _KERNELS["encode"] = _encode
-    return _encode
+
+def _encode_into(v: np.ndarray, out: np.ndarray) -> None:
+    """Codes of ``v`` (any strides; float32/float64/int) into ``out`` (no checks)."""
+    if v.shape[0] == 0:
+        return
+    k = _kernels()
+    if v.shape[1] <= MAX_MODELS_UINT8:
+        k.encode_blocked(v, out, k.BLOCK_UNITS)
+    else:
+        k.encode_rowwise(v, out)
 
 
 def _as_2d_values(values: Any, name: str = "values") -> np.ndarray:
@@ -147,9 +144,9 @@ def encode_ranks(values: Any, out: np.ndarray | None = None) -> np.ndarray:
         )
     if d == 0:
         return out
-    if arr.dtype not in (np.float32, np.float64):
+    if arr.dtype not in (np.float32, np.float64) and arr.dtype not in _EXACT_INT_DTYPES:
         arr = arr.astype(np.float64)
-    _kernel()(np.ascontiguousarray(arr), out)
+    _encode_into(arr, out)
     return out
 
 
@@ -233,10 +230,12 @@ def values_dtype(arrays: Sequence[Any]) -> np.dtype:
 
 
 def _read_block(arrays: Sequence[Any], start: int, stop: int, dtype: Any) -> np.ndarray:
-    block = np.empty((stop - start, len(arrays)), dtype=dtype)
+    # model-major in memory (each model's slice is one contiguous copy), returned as the
+    # unit-major (n, m) view; the ranking kernels read either layout
+    block = np.empty((len(arrays), stop - start), dtype=dtype)
     for j, arr in enumerate(arrays):
-        block[:, j] = np.asarray(arr[start:stop])
-    return block
+        block[j] = np.asarray(arr[start:stop])
+    return block.T
 
 
 def iter_value_chunks(
@@ -248,6 +247,8 @@ def iter_value_chunks(
     n_units: int | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """Yield ``(start, block)`` with ``block`` unit-major ``(n, n_models)``.
+
+    The block is a transposed view of a model-major buffer (``block.T`` is C-contiguous).
 
     Parameters
     ----------
@@ -475,7 +476,7 @@ def build_rank_store(
                     f"unit_nbytes must be > 0; unit {bad} has {nb_chunk[bad - start]}"
                 )
             out_codes = codes[:n]
-            _kernel()(block, out_codes)
+            _encode_into(block, out_codes)
             z[start : start + n] = out_codes
             bpb = block.astype(np.float64) / (nb_chunk[:, None] * math.log(2.0))
             moments.update(bpb)

@@ -38,7 +38,10 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.ranks import (
+    _EXACT_INT_DTYPES,
+    MAX_MODELS_UINT8,
     RankStore,
+    _as_2d_values,
     check_model_arrays,
     encode_ranks,
     iter_value_chunks,
@@ -46,7 +49,6 @@ from sigmap_lib.ranks import (
 )
 
 STATISTICS = ("thrush", "preselect")
-_KERNELS: dict[str, Any] = {}
 
 
 # ----------------------------------------------------------------------------------------
@@ -119,100 +121,95 @@ def _check_benchmark(y: np.ndarray, name: str) -> None:
 
 
 def _pair_signs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``sign(y_k − y_l)`` over pairs ``k < l`` as ``(B, P)`` float32 and ``Z`` (B,)."""
+    """``sign(y_k − y_l)`` over pairs ``k < l`` as ``(P, B)`` float32 and ``Z`` (B,)."""
     m = y.shape[0]
     ku, lu = np.triu_indices(m, 1)
-    ys = np.sign(y[ku, :] - y[lu, :]).T.astype(np.float32)
-    return np.ascontiguousarray(ys), np.abs(ys).sum(axis=1).astype(np.float64)
+    ys = np.sign(y[ku, :] - y[lu, :]).astype(np.float32)
+    return np.ascontiguousarray(ys), np.abs(ys).sum(axis=0).astype(np.float64)
 
 
 # ----------------------------------------------------------------------------------------
-# kernels
+# kernels (numba, in sigmap_lib._rank_kernels; see its docstring for the layout)
+
+# uint8 codes (<= 2m - 2) times |c_k| <= m - 1 summed over m <= 128 models stay below
+# 2**24, so a float32 GEMM over a block of codes is exact
+_GEMM_BLOCK = 1 << 13
 
 
-def _kernels() -> dict[str, Any]:
-    if _KERNELS:
-        return _KERNELS
-    import numba as nb
+def _kernels() -> Any:
+    from sigmap_lib.ranks import _kernels as rank_kernels
 
-    @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-    def thrush_raw(codes, cint, out):  # pragma: no cover - compiled
-        # out[u, b] = Σ_k cint[b, k] * codes[u, k]
-        n, m = codes.shape
-        nb_ = cint.shape[0]
-        for u in nb.prange(n):
-            for b in range(nb_):
-                acc = 0
-                for k in range(m):
-                    acc += cint[b, k] * np.int32(codes[u, k])
-                out[u, b] = acc
+    return rank_kernels()
 
-    @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-    def pair_sign_sum(codes, ys, out):  # pragma: no cover - compiled
-        # out[u, b] = Σ_{k<l} ys[b, p(k,l)] * sign(codes[u,k] - codes[u,l])
-        n, m = codes.shape
-        nb_, npairs = ys.shape
-        blk = 256
-        nblk = (n + blk - 1) // blk
-        for bi in nb.prange(nblk):
-            sg = np.empty(npairs, np.float32)
-            for u in range(bi * blk, min(n, bi * blk + blk)):
-                p = 0
-                for k in range(m):
-                    ck = codes[u, k]
-                    for l in range(k + 1, m):  # noqa: E741
-                        cl = codes[u, l]
-                        sg[p] = np.float32(ck > cl) - np.float32(ck < cl)
-                        p += 1
-                for b in range(nb_):
-                    acc = np.float32(0.0)
-                    for q in range(npairs):
-                        acc += ys[b, q] * sg[q]
-                    out[u, b] = acc
 
-    @nb.njit(boundscheck=False, nogil=True, cache=True)
-    def histogram(x, lo, hi, counts):  # pragma: no cover - compiled
-        n, nb_ = x.shape
-        nbins = counts.shape[1]
-        scale = nbins / (hi - lo)
-        for u in range(n):
-            for b in range(nb_):
-                i = int((x[u, b] - lo) * scale)
-                if i < 0:
-                    i = 0
-                elif i >= nbins:
-                    i = nbins - 1
-                counts[b, i] += 1
+def _rankable(x: np.ndarray) -> np.ndarray:
+    """Values the kernels compare exactly as they are (float32/64, integer codes)."""
+    if x.dtype in (np.float32, np.float64) or x.dtype in _EXACT_INT_DTYPES:
+        return x
+    return x.astype(np.float64)
 
-    _KERNELS.update(thrush_raw=thrush_raw, pair_sign_sum=pair_sign_sum, histogram=histogram)
-    return _KERNELS
+
+def _codes_gemm_thrush(codes: np.ndarray, cneg: np.ndarray) -> np.ndarray:
+    """``codes (n, m) @ cneg (m, B)`` as exact float32, block by block (uint8 codes)."""
+    n, m = codes.shape
+    out = np.empty((n, cneg.shape[1]), dtype=np.float32)
+    cf = np.ascontiguousarray(cneg, dtype=np.float32)
+    buf = np.empty((min(n, _GEMM_BLOCK), m), dtype=np.float32)
+    for s in range(0, n, _GEMM_BLOCK):
+        e = min(n, s + _GEMM_BLOCK)
+        blk = buf[: e - s]
+        np.copyto(blk, codes[s:e], casting="unsafe")
+        np.matmul(blk, cf, out=out[s:e])
+    return out
+
+
+def _thrush_block(x: np.ndarray, y: np.ndarray, is_codes: bool) -> np.ndarray:
+    """Normalized Thrush for all columns of finite ``y (m, B)`` on the rows of ``x``.
+
+    ``x`` is ``(n, m)`` values (ranked here, fused with the product) or, when
+    ``is_codes``, doubled rank codes of exactly these ``m`` models.
+    """
+    cneg = -score_coefficients(y)  # (m, B)
+    den = 2.0 * thrush_max(y)
+    n, m = x.shape
+    if n == 0:
+        return np.empty((0, y.shape[1]), dtype=np.float64)
+    if m > MAX_MODELS_UINT8:
+        codes = x if is_codes else encode_ranks(x)
+        raw: np.ndarray = codes.astype(np.int64) @ cneg
+    elif is_codes and x.dtype == np.uint8:
+        raw = _codes_gemm_thrush(x, cneg)
+    else:
+        k = _kernels()
+        raw = np.empty((n, y.shape[1]), dtype=np.int32)
+        cn = np.ascontiguousarray(cneg, dtype=np.int32)
+        k.rank_thrush(_rankable(x), cn, raw, k.BLOCK_UNITS)
+    return raw / den
+
+
+def _preselect_block(x: np.ndarray, y: np.ndarray, is_codes: bool = False) -> np.ndarray:
+    """Pre-select for all columns of finite ``y (m, B)``; ``x`` values or codes (n, m).
+
+    Only the signs of within-unit differences matter, so values and codes (of any subset
+    of the models) give the same result; ``is_codes`` is accepted for symmetry.
+    """
+    ys, z = _pair_signs(y)
+    n = x.shape[0]
+    s = np.empty((n, y.shape[1]), dtype=np.float32)
+    if n:
+        k = _kernels()
+        k.pair_sign_sum(_rankable(x), ys, s, k.BLOCK_UNITS)
+    return 0.5 + s.astype(np.float64) / (2.0 * z)
 
 
 def _codes_thrush(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Normalized Thrush for all columns of finite ``y`` (m, B) from codes (n, m)."""
-    c = score_coefficients(y)  # (m, B)
-    den = 2.0 * thrush_max(y)
-    n = codes.shape[0]
-    raw = np.empty((n, y.shape[1]), dtype=np.int64 if codes.shape[1] > 128 else np.int32)
-    if n:
-        if codes.shape[1] > 128:
-            raw[:] = -(codes.astype(np.int64) @ c)
-        else:
-            _kernels()["thrush_raw"](
-                np.ascontiguousarray(codes), np.ascontiguousarray(c.T.astype(np.int32)), raw
-            )
-            np.negative(raw, out=raw)
-    return raw / den
+    return _thrush_block(codes, y, True)
 
 
 def _codes_preselect(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Pre-select for all columns of finite ``y`` (m, B) from codes (n, m)."""
-    ys, z = _pair_signs(y)
-    n = codes.shape[0]
-    s = np.empty((n, y.shape[1]), dtype=np.float32)
-    if n:
-        _kernels()["pair_sign_sum"](np.ascontiguousarray(codes), ys, s)
-    return 0.5 + s.astype(np.float64) / (2.0 * z)
+    return _preselect_block(codes, y, True)
 
 
 def _per_mask_groups(y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -224,20 +221,27 @@ def _per_mask_groups(y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
     return [(avail[:, cols[0]], np.asarray(cols)) for cols in groups.values()]
 
 
-def _apply_by_mask(codes: np.ndarray, y: np.ndarray, fn: Any) -> np.ndarray:
-    out = np.empty((codes.shape[0], y.shape[1]), dtype=np.float64)
+def _apply_by_mask(x: np.ndarray, y: np.ndarray, fn: Any, is_codes: bool) -> np.ndarray:
+    """``fn`` per group of benchmarks sharing their scored models.
+
+    A strict subset of the models is ranked afresh from the columns of ``x`` (exact for
+    codes too: they are a monotone, tie-preserving transform of the values).
+    """
+    out = np.empty((x.shape[0], y.shape[1]), dtype=np.float64)
     for mask, cols in _per_mask_groups(y):
-        sub = codes if mask.all() else encode_ranks(codes[:, mask])
-        out[:, cols] = fn(sub, y[np.ix_(mask, cols)])
+        if mask.all():
+            out[:, cols] = fn(x, y[:, cols], is_codes)
+        else:
+            out[:, cols] = fn(x[:, mask], y[np.ix_(mask, cols)], False)
     return out
 
 
 def _prepare(values: Any, scores: Any) -> tuple[np.ndarray, np.ndarray, bool]:
-    codes = encode_ranks(values)
-    y, squeeze = _as_scores(scores, codes.shape[1])
+    arr = _as_2d_values(values)
+    y, squeeze = _as_scores(scores, arr.shape[1])
     for b in range(y.shape[1]):
         _check_benchmark(y[:, b], f"#{b}")
-    return codes, y, squeeze
+    return arr, y, squeeze
 
 
 def _check_codes(codes: Any) -> np.ndarray:
@@ -264,8 +268,8 @@ def thrush_correlation(values: Any, scores: Any) -> np.ndarray:
     numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [−1, 1]
         Positive when better models are less perplexed on the unit.
     """
-    codes, y, squeeze = _prepare(values, scores)
-    out = _apply_by_mask(codes, y, _codes_thrush)
+    arr, y, squeeze = _prepare(values, scores)
+    out = _apply_by_mask(arr, y, _thrush_block, False)
     return out[:, 0] if squeeze else out
 
 
@@ -282,8 +286,8 @@ def preselect_correlation(values: Any, scores: Any) -> np.ndarray:
     numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [0, 1]
         0 = better models always less perplexed, ½ = random, ties in the values count ½.
     """
-    codes, y, squeeze = _prepare(values, scores)
-    out = _apply_by_mask(codes, y, _codes_preselect)
+    arr, y, squeeze = _prepare(values, scores)
+    out = _apply_by_mask(arr, y, _preselect_block, False)
     return out[:, 0] if squeeze else out
 
 
@@ -293,7 +297,7 @@ def thrush_from_codes(codes: Any, scores: Any) -> np.ndarray:
     y, squeeze = _as_scores(scores, arr.shape[1])
     for b in range(y.shape[1]):
         _check_benchmark(y[:, b], f"#{b}")
-    out = _apply_by_mask(arr, y, _codes_thrush)
+    out = _apply_by_mask(arr, y, _thrush_block, True)
     return out[:, 0] if squeeze else out
 
 
@@ -303,7 +307,7 @@ def preselect_from_codes(codes: Any, scores: Any) -> np.ndarray:
     y, squeeze = _as_scores(scores, arr.shape[1])
     for b in range(y.shape[1]):
         _check_benchmark(y[:, b], f"#{b}")
-    out = _apply_by_mask(arr, y, _codes_preselect)
+    out = _apply_by_mask(arr, y, _preselect_block, True)
     return out[:, 0] if squeeze else out
 
 
@@ -524,27 +528,28 @@ def screen(
     tops = [_TopK(kk) for _ in range(nbm)]
     groups = _per_mask_groups(y)
     main_fn, other_fn = (
-        (_codes_thrush, _codes_preselect)
+        (_thrush_block, _codes_preselect)
         if statistic == "thrush"
-        else (_codes_preselect, _codes_thrush)
+        else (_preselect_block, _codes_thrush)
     )
-    hist = _kernels()["histogram"]
+    hist = _kernels().histogram
     for start, block in chunks:
         if block.shape[0] == 0:
             continue
-        if is_codes:
-            full_codes = block
-        else:
-            if np.isnan(block).any():
+        if not is_codes:
+            if block.dtype.kind == "f" and np.isnan(block).any():
                 r, c = np.argwhere(np.isnan(block))[0]
                 raise SigmapInputError(
                     f"model column {int(c)}: value is NaN at unit {start + int(r)}"
                 )
-            full_codes = encode_ranks(block)
         for mask, cols in groups:
-            codes = full_codes if mask.all() else encode_ranks(full_codes[:, mask])
+            full = bool(mask.all())
+            # values are ranked inside the fused kernels; a strict subset of the models is
+            # ranked afresh from its columns (codes included)
+            x = block if full else block[:, mask]
+            x_is_codes = is_codes and full
             yg = y[np.ix_(mask, cols)]
-            stat = main_fn(codes, yg)  # (n, len(cols))
+            stat = main_fn(x, yg, x_is_codes)  # (n, len(cols))
             tmp = np.zeros((len(cols), n_bins), dtype=np.int64)
             hist(stat, lo, hi, tmp)
             counts[cols] += tmp
@@ -555,11 +560,10 @@ def screen(
                     continue
                 if sel.size > kk:
                     sel = sel[_select_topk(strength[sel, j], sel, kk)]
-                # keep the candidates' rank codes; the other statistic is computed once,
-                # for the final K only
-                tops[b].push(
-                    start + sel.astype(np.int64), strength[sel, j], stat[sel, j], codes[sel]
-                )
+                # keep the candidates' rank codes (among the benchmark's models); the other
+                # statistic is computed once, for the final K only
+                cand = x[sel] if x_is_codes else encode_ranks(x[sel])
+                tops[b].push(start + sel.astype(np.int64), strength[sel, j], stat[sel, j], cand)
     results = []
     for b in range(nbm):
         idx, st, main_stat, cand_codes = tops[b].result(int((~np.isnan(y[:, b])).sum()))

@@ -257,6 +257,11 @@ class NLLStore:
 
         return zarr.open_array(self._fs.zarr_store(read_only=True), mode="r")
 
+    @property
+    def checksums(self) -> dict[str, str]:
+        """Committed shard -> sha256 of its float32 bytes (the store's content identity)."""
+        return {k: str(v["sha256"]) for k, v in sorted(self._manifest["committed"].items())}
+
     def committed_shards(self) -> list[int]:
         return sorted(int(k) for k in self._manifest["committed"])
 

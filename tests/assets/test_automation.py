@@ -14,7 +14,11 @@ import dagster as dg
 import numpy as np
 import yaml
 
-from sigmap_assets.defs.automation.sensors import catalog_sensor, nightly_score_refresh, sigmap_automation
+from sigmap_assets.defs.automation.sensors import (
+    catalog_sensor,
+    nightly_score_refresh,
+    sigmap_automation,
+)
 from sigmap_assets.defs.models.sensors import new_model_sensor
 from tests.assets.harness import Project
 
@@ -39,7 +43,7 @@ FAST = {
 def requested(result) -> dict[str, set]:
     """Asset name → requested partition keys (``{None}`` for an unpartitioned asset)."""
     out: dict[str, set] = {}
-    for subset in result._requested_subsets:  # noqa: SLF001 - the public getters need a key each
+    for subset in result._requested_subsets:  # the public getters need a key each
         if isinstance(subset.key, dg.AssetKey):
             name = subset.key.to_user_string()
             out[name] = set(result.get_requested_partitions(subset.key))
@@ -47,11 +51,15 @@ def requested(result) -> dict[str, set]:
 
 
 def tick(project: Project, cursor=None):
-    return dg.evaluate_automation_conditions(defs=project.defs, instance=project.instance, cursor=cursor)
+    return dg.evaluate_automation_conditions(
+        defs=project.defs, instance=project.instance, cursor=cursor
+    )
 
 
 def sensor_tick(project: Project, cursor: str | None):
-    with dg.build_sensor_context(instance=project.instance, cursor=cursor, resources={"world": project.world}) as ctx:
+    with dg.build_sensor_context(
+        instance=project.instance, cursor=cursor, resources={"world": project.world}
+    ) as ctx:
         result = new_model_sensor(ctx)
     for req in result.dynamic_partitions_requests or []:  # what the daemon does with the result
         project.instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
@@ -118,7 +126,9 @@ def first_tick(ticks: list[dict], name: str) -> int:
     return hits[0]
 
 
-def test_new_models_flow_through_the_graph_without_stalling(project: Project, synthetic_world: Path) -> None:
+def test_new_models_flow_through_the_graph_without_stalling(
+    project: Project, synthetic_world: Path
+) -> None:
     # the 12th model of the registry cannot be loaded: its run fails
     reg = yaml.safe_load((synthetic_world / "models.yaml").read_text())
     broken_id = reg["models"][-1]["id"]
@@ -149,7 +159,9 @@ def test_new_models_flow_through_the_graph_without_stalling(project: Project, sy
     t1 = tick(project, t0.cursor)
     assert requested(t1) == {"nll_ranks": {None}, "performance_overlap": {None}}
     project.materialize(["nll_ranks"])
-    ranks_meta = project.instance.get_latest_materialization_event(dg.AssetKey("nll_ranks")).asset_materialization.metadata
+    ranks_meta = project.instance.get_latest_materialization_event(
+        dg.AssetKey("nll_ranks")
+    ).asset_materialization.metadata
     assert ranks_meta["models_used"].value == 11
     assert ranks_meta["models_missing"].value == [broken_id]
     # after the ranks: every benchmark's screening and signatures, in one launch; nothing twice
@@ -158,7 +170,9 @@ def test_new_models_flow_through_the_graph_without_stalling(project: Project, sy
     assert requested(t2) == {"screened_candidates": bench, "signatures": bench}
     t2 = tick(project, t2.cursor)
     assert requested(t2) == {}
-    run_requested(project, {"screened_candidates": bench, "signatures": bench, "performance_overlap": {None}})
+    run_requested(
+        project, {"screened_candidates": bench, "signatures": bench, "performance_overlap": {None}}
+    )
     t2 = tick(project, t2.cursor)
     assert requested(t2) == {"signature_overlap": {None}, "overlap_report": {None}}
     run_requested(project, requested(t2))
@@ -184,16 +198,22 @@ def test_new_models_flow_through_the_graph_without_stalling(project: Project, sy
     # overlaps and the report — each once (the new model's scores also change performance overlap)
     ticks, cursor = settle(project, t4.cursor)
     assert ticks[0] == {"nll_ranks": {None}, "performance_overlap": {None}}
-    i_ranks, i_screen, i_sig = (first_tick(ticks, n) for n in ("nll_ranks", "screened_candidates", "signatures"))
+    i_ranks, i_screen, i_sig = (
+        first_tick(ticks, n) for n in ("nll_ranks", "screened_candidates", "signatures")
+    )
     i_sov = first_tick(ticks, "signature_overlap")
     assert i_ranks < i_screen == i_sig < i_sov
     # the report follows each of its two updates (scores → performance; ranks → signatures)
     reports = [i for i, t in enumerate(ticks) if "overlap_report" in t]
     assert len(reports) <= 2 and reports[-1] >= i_sov
     assert all("token_nll" not in t for t in ticks)
-    ranks_meta = project.instance.get_latest_materialization_event(dg.AssetKey("nll_ranks")).asset_materialization.metadata
+    ranks_meta = project.instance.get_latest_materialization_event(
+        dg.AssetKey("nll_ranks")
+    ).asset_materialization.metadata
     assert ranks_meta["models_used"].value == 12
-    screening = Path(project.storage.root) / "screening" / project.keys("benchmarks")[0] / "summary.json"
+    screening = (
+        Path(project.storage.root) / "screening" / project.keys("benchmarks")[0] / "summary.json"
+    )
     assert "synthetic__epsilon-new" in yaml.safe_load(screening.read_text())["models_used"]
 
     # the same registry again: no new partition, no run
@@ -208,20 +228,31 @@ def test_automation_sensor_schedule_and_catalog_sensor_are_declared_on(project: 
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
     graph = defs.resolve_asset_graph()
     targeted = sensor.asset_selection.resolve(graph)
-    assert {dg.AssetKey(k) for k in ["nll_ranks", "screened_candidates", "signatures", "overlap_report"]} <= targeted
+    assert {
+        dg.AssetKey(k) for k in ["nll_ranks", "screened_candidates", "signatures", "overlap_report"]
+    } <= targeted
 
     schedule = defs.get_schedule_def("nightly_score_refresh")
     assert schedule.cron_schedule == nightly_score_refresh.cron_schedule == "0 3 * * *"
     assert schedule.default_status == dg.DefaultScheduleStatus.RUNNING
     job = defs.resolve_job_def(schedule.job_name)
-    assert job.asset_layer.executable_asset_keys == {dg.AssetKey("benchmark_catalog"), dg.AssetKey("benchmark_scores")}
-    [req] = list(schedule.evaluate_tick(dg.build_schedule_context(instance=project.instance)).run_requests)
+    assert job.asset_layer.executable_asset_keys == {
+        dg.AssetKey("benchmark_catalog"),
+        dg.AssetKey("benchmark_scores"),
+    }
+    [req] = list(
+        schedule.evaluate_tick(dg.build_schedule_context(instance=project.instance)).run_requests
+    )
     assert not req.partition_key
 
 
-def test_catalog_sensor_requests_a_refresh_only_when_the_file_changes(project: Project, synthetic_world: Path) -> None:
+def test_catalog_sensor_requests_a_refresh_only_when_the_file_changes(
+    project: Project, synthetic_world: Path
+) -> None:
     def run(cursor):
-        with dg.build_sensor_context(instance=project.instance, cursor=cursor, resources={"world": project.world}) as ctx:
+        with dg.build_sensor_context(
+            instance=project.instance, cursor=cursor, resources={"world": project.world}
+        ) as ctx:
             return catalog_sensor(ctx)
 
     catalog = synthetic_world / "catalog.yaml"
@@ -236,7 +267,7 @@ def test_catalog_sensor_requests_a_refresh_only_when_the_file_changes(project: P
     assert isinstance(run(r1.cursor), dg.SkipReason)  # unchanged file: no run
 
     cat = yaml.safe_load(catalog.read_text())
-    name, entry = next(iter(cat["benchmarks"].items()))
+    entry = next(iter(cat["benchmarks"].values()))
     cat["benchmarks"]["extra_bench"] = dict(entry)
     catalog.write_text(yaml.safe_dump(cat, sort_keys=False))
     r3 = run(r1.cursor)

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import dagster as dg
 from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
-from dagster._core.execution.asset_backfill import AssetBackfillData, execute_asset_backfill_iteration_inner
+from dagster._core.execution.asset_backfill import (
+    AssetBackfillData,
+    execute_asset_backfill_iteration_inner,
+)
 
 from tests.assets.harness import Project
 
@@ -35,8 +38,12 @@ def first_iteration(project: Project, asset: str, partitions: str) -> list[dg.Ru
     )
     view = AssetGraphView.for_test(project.defs, project.instance)
     result = execute_asset_backfill_iteration_inner(
-        backfill_id="test", asset_backfill_data=data, asset_graph_view=view,
-        backfill_start_timestamp=now, logger=logging.getLogger("test"), run_config=None,
+        backfill_id="test",
+        asset_backfill_data=data,
+        asset_graph_view=view,
+        backfill_start_timestamp=now,
+        logger=logging.getLogger("test"),
+        run_config=None,
     )
     return list(result.run_requests)
 
@@ -87,6 +94,9 @@ def test_single_run_sees_every_benchmark_in_one_invocation(project: Project) -> 
     assert sorted(e.partition for e in mats) == sorted(bench)
     step_starts = [e for e in result.all_events if e.event_type_value == "STEP_START"]
     assert len(step_starts) == 1
-    assert result.get_asset_materialization_events()[0].materialization.metadata["benchmarks"].value == 6
+    assert (
+        result.get_asset_materialization_events()[0].materialization.metadata["benchmarks"].value
+        == 6
+    )
     root = Path(project.storage.root)
     assert all((root / "screening" / k / "candidates.parquet").exists() for k in bench)

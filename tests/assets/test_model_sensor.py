@@ -19,8 +19,8 @@ def _world(tmp_path: Path, ids: list[str]) -> WorldResource:
 
 
 def _tick(instance: dg.DagsterInstance, world: WorldResource, cursor: str | None):
-    ctx = dg.build_sensor_context(instance=instance, cursor=cursor, resources={"world": world})
-    result = new_model_sensor(ctx)
+    with dg.build_sensor_context(instance=instance, cursor=cursor, resources={"world": world}) as ctx:
+        result = new_model_sensor(ctx)
     # what the daemon does with the result
     for req in result.dynamic_partitions_requests or []:
         instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
@@ -55,6 +55,6 @@ def test_sensor_adds_new_models_once_and_requests_one_run_each(tmp_path: Path) -
 def test_sensor_skips_without_registry(tmp_path: Path) -> None:
     with dg.instance_for_test() as instance:
         world = WorldResource(storage=SigmapStorage(root=str(tmp_path)), kind="folder", path=str(tmp_path / "nowhere"))
-        ctx = dg.build_sensor_context(instance=instance, resources={"world": world})
-        result = new_model_sensor(ctx)
+        with dg.build_sensor_context(instance=instance, resources={"world": world}) as ctx:
+            result = new_model_sensor(ctx)
         assert isinstance(result, dg.SkipReason)

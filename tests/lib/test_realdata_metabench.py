@@ -12,7 +12,7 @@ from scipy.stats import pearsonr, spearmanr
 
 from sigmap_lib.gam import fit_gam
 from sigmap_lib.irt import estimate_theta, fit_irt
-from sigmap_lib.metabench import rmse
+from sigmap_lib.metabench import _fit_reusable, rmse
 
 pytestmark = pytest.mark.realdata
 
@@ -60,3 +60,18 @@ def test_gam_on_their_theta_matches_their_test_rmse(shared_data):
         ours = rmse(gam.predict(te["theta"].to_numpy()), te["score_full"])
         theirs = rmse(te["score_pred_gam"], te["score_full"])
         assert ours <= 1.03 * theirs, (stem, ours, theirs)
+
+
+def test_refit_reuse_rule_matches_a_longer_fit(shared_data):
+    """select_items reuses a search refit (500 EM cycles) as the final fit (1000 cycles) only
+    when every EM run converged: then the parameters must be identical to a fresh fit."""
+    _, _, x = _load(shared_data, "arc_secondary_2PL")
+    sub = x.iloc[:1500, :25]
+    short = fit_irt(sub, "2PL", max_iter=500)
+    long = fit_irt(sub, "2PL", max_iter=1000)
+    assert all(st["converged"] for st in short.extra["stages"])
+    assert _fit_reusable(short, 1000, 1e-4)
+    pd.testing.assert_frame_equal(short.params, long.params)
+    capped = fit_irt(sub, "2PL", max_iter=3)
+    assert not _fit_reusable(capped, 1000, 1e-4)
+    assert not _fit_reusable(short, 1000, 1e-3)  # other tolerance: never reused

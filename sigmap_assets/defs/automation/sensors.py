@@ -37,7 +37,9 @@ nightly_score_refresh = dg.ScheduleDefinition(
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="When catalog.yaml changes, re-reads it (adding `benchmarks` partitions) and the scores.",
 )
-def catalog_sensor(context: dg.SensorEvaluationContext, world: WorldResource) -> dg.SensorResult | dg.SkipReason:
+def catalog_sensor(
+    context: dg.SensorEvaluationContext, world: WorldResource
+) -> dg.SensorResult | dg.SkipReason:
     from sigmap_assets.registry_sync import plan_benchmark_sync
 
     path = world.file("catalog.yaml")
@@ -46,9 +48,13 @@ def catalog_sensor(context: dg.SensorEvaluationContext, world: WorldResource) ->
     digest = hashlib.sha256(path.read_bytes()).hexdigest()[:16]
     if context.cursor == digest:
         return dg.SkipReason("catalog unchanged")
-    plan = plan_benchmark_sync(path, set(context.instance.get_dynamic_partitions(benchmarks_partitions.name)))
+    plan = plan_benchmark_sync(
+        path, set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
+    )
     return dg.SensorResult(
-        dynamic_partitions_requests=[benchmarks_partitions.build_add_request(plan.new_keys)] if plan.new_keys else [],
+        dynamic_partitions_requests=[benchmarks_partitions.build_add_request(plan.new_keys)]
+        if plan.new_keys
+        else [],
         run_requests=[dg.RunRequest(run_key=f"catalog:{digest}")],
         cursor=digest,
     )

@@ -4,6 +4,7 @@ import hashlib
 
 import dagster as dg
 
+from sigmap_assets.automation import partition_condition
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -120,6 +121,7 @@ def benchmark_scores(config: ScoresConfig, world: WorldResource, storage: Sigmap
     partitions_def=benchmarks_partitions,
     deps=["model_zoo", benchmark_catalog],
     backfill_policy=dg.BackfillPolicy.single_run(),
+    automation_condition=partition_condition(),
     kinds={"parquet"},
 )
 def benchmark_items(context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:

@@ -168,7 +168,14 @@ def nll_ranks(context: dg.AssetExecutionContext, storage: SigmapStorage, world: 
             "rank statistics need at least 3"
         )
     keys = [r["key"] for r in complete]
-    ident = hashlib.sha256(("|".join(keys) + corpus.fingerprint).encode()).hexdigest()[:16]
+    # identity = which models + what their stores hold (per-shard checksums): a model that
+    # is rescored (new revision) gives new ranks even when the set of models is the same
+    h = hashlib.sha256(corpus.fingerprint.encode())
+    for k in keys:
+        store = NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k))
+        h.update(k.encode())
+        h.update(json.dumps(store.checksums, sort_keys=True).encode())
+    ident = h.hexdigest()[:16]
     out = storage.path("ranks", ident)
     reused = out.exists()
     if reused:

@@ -1,6 +1,5 @@
 """The new-model sensor: registry entries become `models` partitions and `token_nll` runs."""
 
-
 import json
 
 import dagster as dg
@@ -22,15 +21,21 @@ from sigmap_assets.resources import WorldResource
         "partition or data."
     ),
 )
-def new_model_sensor(context: dg.SensorEvaluationContext, world: WorldResource) -> dg.SensorResult | dg.SkipReason:
+def new_model_sensor(
+    context: dg.SensorEvaluationContext, world: WorldResource
+) -> dg.SensorResult | dg.SkipReason:
     path = world.file("models.yaml")
     if not path.exists():
-        return dg.SkipReason(f"no registry at {path} yet (materialize model_zoo or write models.yaml)")
+        return dg.SkipReason(
+            f"no registry at {path} yet (materialize model_zoo or write models.yaml)"
+        )
     existing = set(context.instance.get_dynamic_partitions(models_partitions.name))
     plan = plan_model_sync(path, existing)
     cursor = json.dumps(sorted(set(plan.known_keys) | existing))
     if not plan.new_keys:
-        return dg.SensorResult(skip_reason=f"{len(plan.known_keys)} models, none new", cursor=cursor)
+        return dg.SensorResult(
+            skip_reason=f"{len(plan.known_keys)} models, none new", cursor=cursor
+        )
     context.log.info(f"new models: {', '.join(plan.raw_ids[k] for k in plan.new_keys)}")
     # the registry and the scores matched to it: without the second, a new model's scores stay
     # unmatched (NaN) and screening ignores it until the nightly re-read

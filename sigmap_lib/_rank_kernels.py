@@ -1,0 +1,179 @@
+"""Numba kernels of :mod:`sigmap_lib.ranks` and :mod:`sigmap_lib.screening`.
+
+Imported lazily (importing numba costs ~0.5 s); every kernel is a module-level function so
+numba's on-disk cache works for the kernels that call each other.
+
+Layout trick shared by all kernels: ``U`` units (``BLOCK_UNITS``) are copied into a
+model-major buffer ``t (m, U)`` and every model pair is compared for all ``U`` units at
+once (SIMD lanes run across units, not across the ``m`` models of one unit, so no
+horizontal reductions). ``U`` units' compares of one pair are two vector compares.
+
+* ranking: ``code_k = Σ_{l≠k} [p_l <= p_k] + [p_l < p_k]`` (= ``2·#less + #equal``), the
+  ``m(m−1)/2`` pairs counted once each (``x_lk = 2 − x_kl``);
+* Thrush fused with ranking: ``Σ_k c_k · code_k`` per benchmark on the block's counts
+  (the codes never leave L1);
+* pre-select: ``S_b = Σ_{k<l} sign(y_k − y_l)·sign(p_k − p_l)`` accumulated per pair for
+  all benchmarks at once (float32 lanes: exact, ``|S| ≤ m(m−1)/2``).
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+#: units per SIMD block (lanes of one block are compared together)
+BLOCK_UNITS = 128
+# prange work items per call (each allocates its block buffers once); a constant, because
+# numba cannot cache functions that call ``get_num_threads``
+_MAX_CHUNKS = 64
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def load_block(v, u0, w, t):  # pragma: no cover - compiled
+    """``t[k, i] = v[u0 + i, k]`` for ``i < w`` (lanes ``i >= w`` keep stale values)."""
+    m = t.shape[0]
+    for i in range(w):
+        for k in range(m):
+            t[k, i] = v[u0 + i, k]
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def count_block(t, cnt):  # pragma: no cover - compiled
+    """Doubled zero-based average-rank codes of every lane of ``t (m, U)`` into ``cnt``."""
+    m, u = t.shape
+    for k in range(m):
+        ck = cnt[k]
+        for i in range(u):
+            ck[i] = 0
+    for k in range(m):
+        tk = t[k]
+        ck = cnt[k]
+        for l in range(k + 1, m):  # noqa: E741
+            tl = t[l]
+            cl = cnt[l]
+            for i in range(u):
+                x = np.int32(tl[i] <= tk[i]) + np.int32(tl[i] < tk[i])
+                ck[i] += x
+                cl[i] += 2 - x
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def encode_blocked(v, out, u):  # pragma: no cover - compiled
+    """Codes of every row of ``v (n, m)`` (any layout) into ``out (n, m)``."""
+    n, m = v.shape
+    nblk = (n + u - 1) // u
+    nchunk = min(nblk, _MAX_CHUNKS)
+    for c in nb.prange(nchunk):
+        t = np.zeros((m, u), v.dtype)
+        cnt = np.zeros((m, u), np.int32)
+        for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
+            u0 = blk * u
+            w = min(u, n - u0)
+            load_block(v, u0, w, t)
+            count_block(t, cnt)
+            for i in range(w):
+                for k in range(m):
+                    out[u0 + i, k] = cnt[k, i]
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def encode_rowwise(v, out):  # pragma: no cover - compiled
+    """Large ``m`` (uint16 codes): one unit at a time, ``m²`` compares."""
+    d, m = v.shape
+    for u in nb.prange(d):
+        for k in range(m):
+            pk = v[u, k]
+            s = 0
+            for l in range(m):  # noqa: E741
+                pl = v[u, l]
+                s += 2 * np.int32(pl < pk) + np.int32(pl == pk)
+            out[u, k] = s - 1
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def rank_thrush(v, cneg, out, u):  # pragma: no cover - compiled
+    """Fused ranking + Thrush: ``out[j, b] = Σ_k cneg[k, b] · code_jk`` (int32).
+
+    ``v (n, m)`` values (any layout, float or integer), ``cneg (m, B)`` int32 (``−c``).
+    """
+    n, m = v.shape
+    nbm = cneg.shape[1]
+    nblk = (n + u - 1) // u
+    nchunk = min(nblk, _MAX_CHUNKS)
+    for c in nb.prange(nchunk):
+        t = np.zeros((m, u), v.dtype)
+        cnt = np.zeros((m, u), np.int32)
+        acc = np.zeros(u, np.int32)
+        for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
+            u0 = blk * u
+            w = min(u, n - u0)
+            load_block(v, u0, w, t)
+            count_block(t, cnt)
+            for b in range(nbm):
+                for i in range(u):
+                    acc[i] = 0
+                for k in range(m):
+                    ck = cnt[k]
+                    cb = cneg[k, b]
+                    for i in range(u):
+                        acc[i] += cb * ck[i]
+                for i in range(w):
+                    out[u0 + i, b] = acc[i]
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def pair_sign_sum(v, ys, out, u):  # pragma: no cover - compiled
+    """``out[j, b] = Σ_{k<l} ys[p(k,l), b] · sign(v[j,k] − v[j,l])`` (float32, exact).
+
+    ``v (n, m)`` values or rank codes (any layout); ``ys (P, B)`` float32 pair signs of the
+    scores in ``np.triu_indices(m, 1)`` order.
+    """
+    n, m = v.shape
+    nbm = ys.shape[1]
+    nblk = (n + u - 1) // u
+    nchunk = min(nblk, _MAX_CHUNKS)
+    for c in nb.prange(nchunk):
+        t = np.zeros((m, u), v.dtype)
+        sg = np.zeros(u, np.float32)
+        acc = np.zeros((nbm, u), np.float32)
+        for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
+            u0 = blk * u
+            w = min(u, n - u0)
+            load_block(v, u0, w, t)
+            for b in range(nbm):
+                ab = acc[b]
+                for i in range(u):
+                    ab[i] = 0.0
+            p = 0
+            for k in range(m):
+                tk = t[k]
+                for l in range(k + 1, m):  # noqa: E741
+                    tl = t[l]
+                    for i in range(u):
+                        sg[i] = np.float32(tk[i] > tl[i]) - np.float32(tk[i] < tl[i])
+                    for b in range(nbm):
+                        yv = ys[p, b]
+                        if yv != 0.0:
+                            ab = acc[b]
+                            for i in range(u):
+                                ab[i] += yv * sg[i]
+                    p += 1
+            for i in range(w):
+                for b in range(nbm):
+                    out[u0 + i, b] = acc[b, i]
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def histogram(x, lo, hi, counts):  # pragma: no cover - compiled
+    """Fixed-width histogram of every column of ``x (n, B)`` into ``counts (B, n_bins)``."""
+    n, nb_ = x.shape
+    nbins = counts.shape[1]
+    scale = nbins / (hi - lo)
+    for j in range(n):
+        for b in range(nb_):
+            i = int((x[j, b] - lo) * scale)
+            if i < 0:
+                i = 0
+            elif i >= nbins:
+                i = nbins - 1
+            counts[b, i] += 1
