@@ -91,10 +91,12 @@ def encode_rowwise(v, out):  # pragma: no cover - compiled
 
 
 @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-def rank_thrush(v, cneg, out, u):  # pragma: no cover - compiled
-    """Fused ranking + Thrush: ``out[j, b] = Σ_k cneg[k, b] · code_jk`` (int32).
+def rank_thrush(v, cneg, den, out, u):  # pragma: no cover - compiled
+    """Fused ranking + Thrush: ``out[j, b] = (Σ_k cneg[k, b] · code_jk) / den[b]``.
 
-    ``v (n, m)`` values (any layout, float or integer), ``cneg (m, B)`` int32 (``−c``).
+    ``v (n, m)`` values (any layout, float or integer), ``cneg (m, B)`` int32 (``−c``),
+    ``den (B,)`` float64, ``out (n, B)`` float64 (the integer sum divided in float64,
+    bit-identical to ``raw / den`` in numpy).
     """
     n, m = v.shape
     nbm = cneg.shape[1]
@@ -117,8 +119,9 @@ def rank_thrush(v, cneg, out, u):  # pragma: no cover - compiled
                     cb = cneg[k, b]
                     for i in range(u):
                         acc[i] += cb * ck[i]
+                db = den[b]
                 for i in range(w):
-                    out[u0 + i, b] = acc[i]
+                    out[u0 + i, b] = np.float64(acc[i]) / db
 
 
 @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
@@ -177,3 +180,35 @@ def histogram(x, lo, hi, counts):  # pragma: no cover - compiled
             elif i >= nbins:
                 i = nbins - 1
             counts[b, i] += 1
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def strength_value(x, kind):  # pragma: no cover - compiled
+    """:func:`sigmap_lib.screening.strength_of` of one value (same float operations).
+
+    kind 0: thrush one-sided, 1: thrush two-sided, 2: pre-select one-sided, 3: two-sided.
+    """
+    if kind == 0:
+        return x
+    if kind == 1:
+        return abs(x)
+    if kind == 2:
+        return (0.5 - x) * 2.0
+    return abs(x - 0.5) * 2.0
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def select_candidates(stat, kind, t_strict, t_weak, buf, nsel):  # pragma: no cover
+    """Units whose strength is ``> t_strict[b]`` and ``>= t_weak[b]``, per benchmark.
+
+    Writes their row indices to ``buf[b, :nsel[b]]`` (in increasing order).
+    """
+    n, nbm = stat.shape
+    for b in range(nbm):
+        nsel[b] = 0
+    for j in range(n):
+        for b in range(nbm):
+            st = strength_value(stat[j, b], kind)
+            if st > t_strict[b] and st >= t_weak[b]:
+                buf[b, nsel[b]] = j
+                nsel[b] += 1

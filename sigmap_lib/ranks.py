@@ -234,8 +234,24 @@ def _read_block(arrays: Sequence[Any], start: int, stop: int, dtype: Any) -> np.
     # unit-major (n, m) view; the ranking kernels read either layout
     block = np.empty((len(arrays), stop - start), dtype=dtype)
     for j, arr in enumerate(arrays):
-        block[j] = np.asarray(arr[start:stop])
+        if not _read_into(arr, start, stop, block[j]):
+            block[j] = np.asarray(arr[start:stop])
     return block.T
+
+
+def _read_into(arr: Any, start: int, stop: int, row: np.ndarray) -> bool:
+    """Decode a zarr (v3) slice straight into ``row`` (no temporary); False if unsupported."""
+    if np.dtype(getattr(arr, "dtype", None) or "O") != row.dtype or not hasattr(
+        arr, "get_basic_selection"
+    ):
+        return False
+    try:
+        from zarr.core.buffer import default_buffer_prototype
+    except ImportError:  # pragma: no cover - zarr v2
+        return False
+    out = default_buffer_prototype().nd_buffer.from_numpy_array(row)
+    arr.get_basic_selection(slice(start, stop), out=out)
+    return True
 
 
 def iter_value_chunks(

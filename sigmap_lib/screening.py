@@ -30,6 +30,7 @@ processed together. A benchmark needs at least 3 scored models and non-constant 
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -150,16 +151,37 @@ def _rankable(x: np.ndarray) -> np.ndarray:
 
 
 def _codes_gemm_thrush(codes: np.ndarray, cneg: np.ndarray) -> np.ndarray:
-    """``codes (n, m) @ cneg (m, B)`` as exact float32, block by block (uint8 codes)."""
+    """``codes (n, m) @ cneg (m, B)`` as exact float32, block by block (uint8 codes).
+
+    Each block is cast to float32 (L2-sized) and multiplied by single-threaded BLAS; the
+    blocks are shared among a few Python threads (the casts and GEMMs release the GIL).
+    Multi-threaded BLAS on such skinny products spin-waits and collapses under load.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
     n, m = codes.shape
     out = np.empty((n, cneg.shape[1]), dtype=np.float32)
     cf = np.ascontiguousarray(cneg, dtype=np.float32)
-    buf = np.empty((min(n, _GEMM_BLOCK), m), dtype=np.float32)
-    for s in range(0, n, _GEMM_BLOCK):
-        e = min(n, s + _GEMM_BLOCK)
-        blk = buf[: e - s]
-        np.copyto(blk, codes[s:e], casting="unsafe")
-        np.matmul(blk, cf, out=out[s:e])
+    starts = list(range(0, n, _GEMM_BLOCK))
+
+    def work(part: int, nparts: int) -> None:
+        buf = np.empty((min(n, _GEMM_BLOCK), m), dtype=np.float32)
+        for s in starts[part::nparts]:
+            e = min(n, s + _GEMM_BLOCK)
+            blk = buf[: e - s]
+            np.copyto(blk, codes[s:e], casting="unsafe")
+            np.matmul(blk, cf, out=out[s:e])
+
+    nparts = max(1, min(os.cpu_count() or 1, len(starts) // 4))
+    with threadpool_limits(limits=1, user_api="blas"):
+        if nparts == 1:
+            work(0, 1)
+        else:
+            with ThreadPoolExecutor(nparts) as ex:
+                for f in [ex.submit(work, i, nparts) for i in range(nparts)]:
+                    f.result()
     return out
 
 
@@ -181,9 +203,10 @@ def _thrush_block(x: np.ndarray, y: np.ndarray, is_codes: bool) -> np.ndarray:
         raw = _codes_gemm_thrush(x, cneg)
     else:
         k = _kernels()
-        raw = np.empty((n, y.shape[1]), dtype=np.int32)
         cn = np.ascontiguousarray(cneg, dtype=np.int32)
-        k.rank_thrush(_rankable(x), cn, raw, k.BLOCK_UNITS)
+        out = np.empty((n, y.shape[1]), dtype=np.float64)
+        k.rank_thrush(_rankable(x), cn, np.ascontiguousarray(den), out, k.BLOCK_UNITS)
+        return out
     return raw / den
 
 
@@ -385,11 +408,6 @@ class _TopK:
         self.threshold = -np.inf
         self.full = False
 
-    def candidates_mask(self, strength: np.ndarray) -> np.ndarray:
-        # units arrive in increasing index order: a later unit must be strictly stronger
-        # than the current K-th to displace it
-        return strength > self.threshold if self.full else np.ones(strength.shape, dtype=bool)
-
     def push(
         self, idx: np.ndarray, strength: np.ndarray, stats: np.ndarray, codes: np.ndarray
     ) -> None:
@@ -421,6 +439,22 @@ class _TopK:
         order = np.lexsort((self.idx, -self.strength))
         codes = self.codes if self.codes is not None else np.zeros((0, n_models), np.uint8)
         return self.idx[order], self.strength[order], self.stats[order], codes[order]
+
+
+# strength of a unit sits at most this far below its histogram bin's floor (rounding)
+_FLOOR_MARGIN = 1e-9
+
+
+def _strength_floor(edges: np.ndarray, statistic: str, two_sided: bool) -> np.ndarray:
+    """Smallest strength of a statistic value in each histogram bin (per bin)."""
+    a = strength_of(edges[:-1], statistic, two_sided)
+    c = strength_of(edges[1:], statistic, two_sided)
+    floor = np.minimum(a, c)
+    if two_sided:
+        kink = 0.0 if statistic == "thrush" else 0.5
+        inside = (edges[:-1] <= kink) & (edges[1:] >= kink)
+        floor[inside] = 0.0
+    return floor
 
 
 def _select_topk(strength: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
@@ -532,12 +566,21 @@ def screen(
         if statistic == "thrush"
         else (_preselect_block, _codes_thrush)
     )
-    hist = _kernels().histogram
+    kern = _kernels()
+    hist, select = kern.histogram, kern.select_candidates
+    kind = {("thrush", False): 0, ("thrush", True): 1, ("preselect", False): 2}.get(
+        (statistic, two_sided), 3
+    )
+    floor = _strength_floor(edges, statistic, two_sided)
+    floor_order = np.argsort(-floor, kind="stable")
+    floor_sorted = floor[floor_order]
+    sel_buf = np.empty((0, 0), dtype=np.int32)
     for start, block in chunks:
         if block.shape[0] == 0:
             continue
         if not is_codes:
-            if block.dtype.kind == "f" and np.isnan(block).any():
+            # min() propagates NaN: one vectorized pass, no boolean temporary
+            if block.dtype.kind == "f" and np.isnan(block.min()):
                 r, c = np.argwhere(np.isnan(block))[0]
                 raise SigmapInputError(
                     f"model column {int(c)}: value is NaN at unit {start + int(r)}"
@@ -553,17 +596,32 @@ def screen(
             tmp = np.zeros((len(cols), n_bins), dtype=np.int64)
             hist(stat, lo, hi, tmp)
             counts[cols] += tmp
-            strength = strength_of(stat, statistic, two_sided)
+            # candidates: stronger than the running K-th (strict: earlier units win ties)
+            # and not below the histogram floor (>= K units seen are at least that strong)
+            t_strict = np.array([tops[b].threshold if tops[b].full else -np.inf for b in cols])
+            t_weak = np.full(len(cols), -np.inf)
             for j, b in enumerate(cols):
-                sel = np.flatnonzero(tops[b].candidates_mask(strength[:, j]))
+                cum = np.cumsum(counts[b][floor_order])
+                pos = int(np.searchsorted(cum, kk))
+                if pos < cum.size:
+                    t_weak[j] = floor_sorted[pos] - _FLOOR_MARGIN
+            n = stat.shape[0]
+            if sel_buf.shape[0] < len(cols) or sel_buf.shape[1] < n:
+                sel_buf = np.empty((nbm, max(n, chunk_units)), dtype=np.int32)
+            nsel = np.zeros(len(cols), dtype=np.int64)
+            select(stat, kind, t_strict, t_weak, sel_buf, nsel)
+            for j, b in enumerate(cols):
+                sel = sel_buf[j, : nsel[j]].astype(np.int64)
                 if sel.size == 0:
                     continue
+                st_sel = strength_of(stat[sel, j], statistic, two_sided)
                 if sel.size > kk:
-                    sel = sel[_select_topk(strength[sel, j], sel, kk)]
+                    keep = _select_topk(st_sel, sel, kk)
+                    sel, st_sel = sel[keep], st_sel[keep]
                 # keep the candidates' rank codes (among the benchmark's models); the other
                 # statistic is computed once, for the final K only
                 cand = x[sel] if x_is_codes else encode_ranks(x[sel])
-                tops[b].push(start + sel.astype(np.int64), strength[sel, j], stat[sel, j], cand)
+                tops[b].push(start + sel, st_sel, stat[sel, j], cand)
     results = []
     for b in range(nbm):
         idx, st, main_stat, cand_codes = tops[b].result(int((~np.isnan(y[:, b])).sum()))

@@ -686,8 +686,9 @@ def write_world(
             "score_range": [0, 1],
             "items": f"items/{b.name}.parquet",
             "responses": f"responses/{b.name}.parquet",
-            "description": f"{b.family} recipe on held-out {b.domain} text, metric {b.metric}, "
-            f"{len(b.items)} items",
+            "description": f"{b.family} recipe on held-out {b.domain} text, metric {b.metric}"
+            + (f" (>= {b.threshold} nats/byte)" if b.threshold is not None else "")
+            + f", {len(b.items)} items",
         }
     _atomic_write_text(
         root / "catalog.yaml", yaml.safe_dump({"benchmarks": catalog}, sort_keys=False)
@@ -777,7 +778,12 @@ def write_world(
                 "domain": b.domain,
                 "metric": b.metric,
                 "n_items": len(b.items),
-                "chance": (0.0 if b.metric == "greedy" else 1.0 / len(b.items[0].choices)),
+                "threshold_nats_per_byte": b.threshold,
+                "chance": (
+                    None
+                    if b.metric in ("greedy", "ll_threshold")
+                    else 1.0 / len(b.items[0].choices)
+                ),
             }
             for b in benchmarks
         },

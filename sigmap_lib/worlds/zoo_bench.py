@@ -12,10 +12,11 @@ corpus):
     The text up to a word; choose the true word among four (same-kind distractors:
     identifiers, words, perturbed numbers, other sequence elements, other field values).
     Domains: code, prose, arithmetic, recall, records.
-``cloze`` (format ``cloze``, metric ``greedy``; LAMBADA-like)
-    The text up to a word; correct when the true word is the model's greedy
-    continuation (every token the argmax). Domains: code, prose, arithmetic, recall,
-    records.
+``cloze`` (format ``cloze``, metric ``ll_threshold``; LAMBADA-like, one continuation)
+    The text up to a word; correct when the true word's loglikelihood per UTF-8 byte
+    reaches the domain's :data:`CLOZE_THRESHOLDS` (tiny models almost never produce
+    whole words greedily, so lm-eval's ``greedy`` criterion would score them all 0; it
+    is still available as a metric). Domains: code, prose, arithmetic, recall, records.
 ``pair`` (format ``minimal_pair``, metric ``acc``; BLiMP-like)
     A line and a minimally corrupted copy (two adjacent words swapped, a wrong digit, a
     wrong field value), without context; correct when the true line is more likely.
@@ -23,7 +24,9 @@ corpus):
 
 Metrics (per item, 0/1): ``acc`` = the highest total loglikelihood choice is the gold
 one; ``acc_norm`` = the same after dividing each choice's loglikelihood by its length
-in UTF-8 bytes; ``greedy`` = the gold continuation is the greedy decode.
+in UTF-8 bytes; ``greedy`` = the gold continuation is the greedy decode;
+``ll_threshold`` = the gold continuation's loglikelihood per byte reaches the
+benchmark's threshold.
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ FAMILIES: dict[str, dict[str, Any]] = {
     },
     "cloze": {
         "format": "cloze",
-        "metric": "greedy",
+        "metric": "ll_threshold",
         "domains": ("code", "prose", "arithmetic", "recall", "records"),
     },
     "pair": {
@@ -65,6 +68,24 @@ FAMILIES: dict[str, dict[str, Any]] = {
         "metric": "acc",
         "domains": ("code", "prose", "arithmetic", "records"),
     },
+}
+
+
+#: Longest choice (UTF-8 bytes): at most one token per byte, so a continuation always
+#: fits a 128-token model context with room for its context.
+MAX_CHOICE_BYTES = 100
+
+
+#: Cloze threshold per domain (natural-log likelihood per UTF-8 byte of the gold
+#: continuation): an item is solved when ``ll / n_bytes >= threshold``, i.e. the model
+#: puts at least ``exp(threshold)`` per byte on the answer. Fixed recipe constants, set
+#: once so the zoo's scores neither all vanish nor all saturate.
+CLOZE_THRESHOLDS: dict[str, float] = {
+    "code": -1.0,
+    "prose": -1.5,
+    "arithmetic": -2.0,
+    "recall": -1.5,
+    "records": -1.0,
 }
 
 
@@ -103,6 +124,7 @@ class ZooBenchmark:
     domain: str
     function: str
     items: list[ZooItem] = field(default_factory=list)
+    threshold: float | None = None
 
 
 # ------------------------------------------------------------------- text helpers
@@ -157,6 +179,28 @@ def _perturb_number(rng: np.random.Generator, value: int, n: int) -> list[str]:
     pool = same_len if len(same_len) >= n else cands
     idx = rng.choice(len(pool), size=n, replace=False)
     return [str(pool[i]) for i in idx]
+
+
+def _plausible_results(rng: np.random.Generator, lhs: str, value: int, n: int) -> list[str]:
+    """``n`` distinct wrong answers: results of the same operation on other operands with
+    as many digits (right format, wrong magnitude / last digit)."""
+    a, op, b = lhs.split()
+
+    def draw(x: str) -> int:
+        lo = 10 ** (len(x) - 1) if len(x) > 1 else 0
+        return int(rng.integers(lo, 10 ** len(x)))
+
+    out: list[str] = []
+    for _ in range(200):
+        x, y = draw(a), draw(b)
+        if op == "-":
+            x, y = max(x, y), min(x, y)
+        v = x + y if op == "+" else (x - y if op == "-" else x * y)
+        if v != value and str(v) not in out:
+            out.append(str(v))
+        if len(out) == n:
+            return out
+    return (out + _perturb_number(rng, value, n))[:n]
 
 
 def _digit_corrupt(rng: np.random.Generator, number: str) -> str:
@@ -298,7 +342,7 @@ def _arith_item(mc: bool):
         context = (_line_prefix(lines, j) + "\n" if j else "") + lhs + " ="
         if not mc:
             return context, [" " + ans], 0, f"{context} ___"
-        dis = _perturb_number(rng, int(ans), 3)
+        dis = _plausible_results(rng, lhs, int(ans), 3)
         choices, g = _shuffle_choices(rng, " " + ans, [" " + d for d in dis])
         return context, choices, g, _mc_text(context + " ___", choices, "What is the result?")
 
@@ -317,11 +361,11 @@ def _recall_item(mc: bool):
         gold = seq[k]
         if not mc:
             return context, [" " + gold], 0, f"{context} ___"
-        others = [s for s in seq if s != gold]
-        dis = [str(x) for x in rng.choice(others, size=min(3, len(others)), replace=False)]
+        # distractors absent from the sequence: a model that copies from its context wins
+        dis: list[str] = []
         while len(dis) < 3:
             w = aux["syllables"][int(rng.integers(len(aux["syllables"])))]
-            if w != gold and w not in dis:
+            if w not in seq and w not in dis:
                 dis.append(w)
         choices, g = _shuffle_choices(rng, " " + gold, [" " + d for d in dis])
         return context, choices, g, _mc_text(context + " ___", choices, "Which element comes next?")
@@ -473,6 +517,7 @@ def build_zoo_benchmarks(
                 metric=spec["metric"],
                 domain=domain,
                 function=FUNCTION_OF_DOMAIN[domain],
+                threshold=CLOZE_THRESHOLDS[domain] if spec["metric"] == "ll_threshold" else None,
             )
             rng = np.random.default_rng([seed, 5, bi])
             recipe = _recipe(family, domain)
@@ -492,6 +537,8 @@ def build_zoo_benchmarks(
                 key = (context, tuple(choices))
                 if key in seen or len(set(choices)) != len(choices):
                     continue
+                if max(len(c.encode("utf-8")) for c in choices) > MAX_CHOICE_BYTES:
+                    continue  # keeps every continuation well inside a 128-token context
                 seen.add(key)
                 b.items.append(
                     ZooItem(f"{name}-{len(b.items):04d}", context, list(choices), int(gold), text)
@@ -662,7 +709,7 @@ def score_benchmarks(
 
     All requests of all benchmarks go through :func:`loglikelihoods` in one batched
     pass. Returns ``{benchmark name: int8 array (n_items,)}`` following each
-    benchmark's metric (``acc``, ``acc_norm`` or ``greedy``).
+    benchmark's metric (``acc``, ``acc_norm``, ``greedy`` or ``ll_threshold``).
     """
     requests: list[tuple[str, str]] = []
     where: list[tuple[int, int, int]] = []  # (bench, item, start)
@@ -678,6 +725,11 @@ def score_benchmarks(
         sl = slice(start, start + len(it.choices))
         if b.metric == "greedy":
             ok = bool(greedy[start])
+        elif b.metric == "ll_threshold":
+            if b.threshold is None:
+                raise SigmapInputError(f"benchmark {b.name}: metric ll_threshold needs a threshold")
+            gold = it.choices[it.gold]
+            ok = ll[start + it.gold] / max(1, len(gold.encode("utf-8"))) >= b.threshold
         elif b.metric == "acc_norm":
             nbytes = np.array([max(1, len(c.encode("utf-8"))) for c in it.choices], dtype=float)
             ok = int(np.argmax(ll[sl] / nbytes)) == it.gold

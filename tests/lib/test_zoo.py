@@ -101,6 +101,7 @@ def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
         for it in b.items:
             assert 0 <= it.gold < len(it.choices)
             assert len(set(it.choices)) == len(it.choices)
+            assert max(len(c.encode()) for c in it.choices) <= 100
             if b.format == "cloze":
                 assert len(it.choices) == 1
             else:
@@ -111,6 +112,11 @@ def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
     for it in by["pickword_arithmetic"].items:
         lhs = it.context.split("\n")[-1].removesuffix(" =")
         assert eval(lhs) == int(it.choices[it.gold])
+    for it in by["pickword_recall"].items:  # distractors are absent from the sequence
+        seq = it.context.split("\n")[-1].split(" | ")[0].removeprefix("copy: ").split()
+        assert it.choices[it.gold].strip() in seq
+        assert all(c.strip() not in seq for k, c in enumerate(it.choices) if k != it.gold)
+    assert all(b.threshold is not None for b in benches if b.metric == "ll_threshold")
     # minimal pairs differ from their gold line
     for it in by["pair_arithmetic"].items:
         good = it.choices[it.gold]
@@ -211,7 +217,16 @@ def test_score_benchmarks_applies_each_metric(tiny_models: list[Path]) -> None:
             "g", "c", "cloze", "greedy", "prose", "language", [ZooItem("c", ctx, [" a"], 0, ctx)]
         ),
     ]
+    ll_a = float(loglikelihoods(model, tok, [(ctx, " a")])[0][0]) / 2  # 2 bytes
+    for name, thr in (("t_pass", ll_a - 1e-6), ("t_fail", ll_a + 1e-6)):
+        benches.append(
+            ZooBenchmark(
+                name, "c", "cloze", "ll_threshold", "prose", "language",
+                [ZooItem("t", ctx, [" a"], 0, ctx)], threshold=thr,
+            )
+        )  # fmt: skip
     got = score_benchmarks(model, tok, benches)
+    assert got["t_pass"].tolist() == [1] and got["t_fail"].tolist() == [0]
     assert got["a"].tolist() == [int(np.argmax(ll) == g) for g in range(3)]
     assert got["n"].tolist() == [int(np.argmax(norm) == g) for g in range(3)]
     assert got["a"].sum() == 1 and got["n"].sum() == 1

@@ -1,0 +1,488 @@
+"""The Dagster UI checked in a real browser.
+
+A small synthetic world is materialized (world → … → overlaps) into a persistent Dagster
+instance in a temporary ``DAGSTER_HOME``; ``dagster dev -w workspace.yaml`` is started on
+127.0.0.1 with that home and storage root, in its own process group; Debian's Chromium,
+driven by Playwright (no browser download), opens the global asset lineage and two
+materialized asset pages and checks what a user sees there: every asset of the code
+location on the graph, the materialization metadata of ``signature_overlap`` read from
+this instance, its heatmap (a PNG data URI in markdown metadata) rendered as an image
+byte-identical to the stored plot, the screening histograms and the summary table.
+
+Screenshots go to ``storage/screenshots/`` (git-ignored); docs/UI.md describes them.
+Chromium is installed with apt when ``/usr/bin/chromium`` is missing (CI runs as root).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from tests.assets.harness import make_project, small_synthetic_world
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "storage" / "screenshots"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1600, "height": 1200}
+UI_TIMEOUT_MS = 120_000  # first page loads compile the GraphQL schema; allow for a busy machine
+SERVER_TIMEOUT_S = 120
+
+GROUPS = ("world", "corpus", "models", "benchmarks", "signatures", "overlap", "metabench")
+# Named in the mission; all must be on the lineage graph (the graph shows every asset).
+EXPECTED_ASSETS = (
+    "model_zoo",
+    "corpus_units",
+    "model_registry",
+    "benchmark_catalog",
+    "benchmark_scores",
+    "token_nll",
+    "nll_ranks",
+    "benchmark_items",
+    "screened_candidates",
+    "signatures",
+    "performance_overlap",
+    "semantic_overlap",
+    "signature_overlap",
+    "overlap_report",
+    "metabench",
+)
+# Materialized by Project.through("overlap"); overlap_report and metabench are not.
+MATERIALIZED = ("token_nll", "nll_ranks", "screened_candidates", "signatures", "signature_overlap")
+
+# Instance settings for the test home: no telemetry, no "join the community" dialog, and the
+# run queue paused — the daemon's sensors may request runs (catalog_sensor does on its first
+# tick); they stay queued instead of competing for the CPU while the browser works.
+DAGSTER_YAML = """\
+telemetry:
+  enabled: false
+nux:
+  enabled: false
+concurrency:
+  runs:
+    max_concurrent_runs: 0
+"""
+
+# `dagster dev` shuts down cleanly on SIGINT (KeyboardInterrupt → it stops the webserver,
+# daemon and code servers). A process started from a non-interactive shell may inherit
+# SIGINT/SIGTERM as *ignored* (and ignored stays ignored across exec): reset both first.
+_EXEC_WITH_DEFAULT_SIGNALS = (
+    "import os, signal, sys\n"
+    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
+    "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
+    "os.execv(sys.argv[1], sys.argv[1:])\n"
+)
+
+
+# --------------------------------------------------------------------------- chromium
+
+
+@pytest.fixture
+def chromium() -> Path:
+    """Debian's chromium, installed with apt when missing (CI: a fresh machine, as root)."""
+    if CHROMIUM.exists():
+        return CHROMIUM
+    apt = shutil.which("apt-get")
+    if apt is None:
+        pytest.skip(
+            f"{CHROMIUM} is missing and apt-get is not available to install Debian's chromium"
+        )
+    prefix: list[str] = []
+    if os.geteuid() != 0:
+        sudo = shutil.which("sudo")
+        if (
+            sudo is None
+            or subprocess.run([sudo, "-n", "true"], capture_output=True).returncode != 0
+        ):
+            pytest.skip(
+                f"{CHROMIUM} is missing and apt-get needs root: run `sudo apt-get install chromium`"
+            )
+        prefix = [sudo, "-n"]
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for cmd in ([apt, "update"], [apt, "install", "-y", "--no-install-recommends", "chromium"]):
+        res = subprocess.run(
+            [*prefix, *cmd],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert res.returncode == 0, (
+            f"{' '.join(cmd)} failed ({res.returncode}):\n{res.stdout[-3000:]}\n{res.stderr[-3000:]}"
+        )
+    assert CHROMIUM.exists(), f"apt-get installed chromium but {CHROMIUM} does not exist"
+    return CHROMIUM
+
+
+# --------------------------------------------------------------------------- the materialized project
+
+
+@dataclass
+class Materialized:
+    home: Path
+    storage: Path
+    heatmap_md: str
+    heatmap_path: str
+    histograms_md: str
+    n_benchmarks: int
+    asset_names: list[str]
+
+
+@pytest.fixture
+def materialized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Materialized:
+    """world → overlaps materialized into a persistent instance under ``tmp_path/home``."""
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(DAGSTER_YAML)
+    monkeypatch.setenv("DAGSTER_HOME", str(home))  # restored after the test
+    world = small_synthetic_world(tmp_path / "world")
+
+    from sigmap_assets.resources import write_project_config
+
+    with dg.DagsterInstance.get() as instance:
+        assert not instance.is_ephemeral and Path(instance.root_directory) == home
+        project = make_project(tmp_path, world, instance)
+        # the webserver's code location reads its world from <storage>/sigmap.yaml
+        write_project_config(project.storage.root, world="folder", world_path=str(world))
+        project.through("overlap")
+
+        def latest_metadata(name: str) -> dict:
+            ev = instance.get_latest_materialization_event(dg.AssetKey(name))
+            assert ev is not None and ev.asset_materialization is not None, (
+                f"{name} not materialized"
+            )
+            return dict(ev.asset_materialization.metadata)
+
+        for name in MATERIALIZED:
+            latest_metadata(name)
+        overlap = latest_metadata("signature_overlap")
+        screening = latest_metadata("screened_candidates")
+        assert instance.get_latest_materialization_event(dg.AssetKey("overlap_report")) is None
+        n_benchmarks = len(project.keys("benchmarks"))
+        names = sorted({k.to_user_string() for a in project.assets for k in a.keys})
+
+    return Materialized(
+        home=home,
+        storage=Path(project.storage.root),
+        heatmap_md=overlap["heatmap"].value,
+        heatmap_path=overlap["heatmap_path"].value,
+        histograms_md=screening["histograms"].value,
+        n_benchmarks=n_benchmarks,
+        asset_names=names,
+    )
+
+
+# --------------------------------------------------------------------------- dagster dev
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Live (non-zombie) processes in process group ``pgid``, read from /proc."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if fields[0] != "Z" and int(fields[2]) == pgid:
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def _processes_mentioning(text: str) -> list[str]:
+    """Command lines of live processes that mention ``text`` (e.g. the test's DAGSTER_HOME)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            cmd = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if text in cmd and state != "Z" and int(cmdline.parent.name) != os.getpid():
+            found.append(f"{cmdline.parent.name}: {cmd[:200]}")
+    return found
+
+
+def _stop_group(proc: subprocess.Popen, pgid: int) -> float:
+    """SIGINT the whole group (a clean shutdown), then SIGTERM, then SIGKILL; seconds taken."""
+    t0 = time.monotonic()
+    for sig, grace in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            break
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline:
+            proc.poll()
+            if not _group_members(pgid):
+                return time.monotonic() - t0
+            time.sleep(0.25)
+    proc.poll()
+    return time.monotonic() - t0
+
+
+@pytest.fixture
+def dagster_dev(materialized: Materialized, tmp_path: Path) -> Iterator[str]:
+    """``dagster dev -w <repo>/workspace.yaml`` on a free 127.0.0.1 port; yields its URL.
+
+    Its cwd is an empty temp folder: `dagster dev` loads a ``.env`` from its cwd *over* the
+    environment (``_inject_local_env_file``), and ``make install`` writes one in the repo
+    root that sets DAGSTER_HOME — from the repo root, this test's home would lose.
+    """
+    port = _free_port()
+    cwd = tmp_path / "dev-cwd"
+    cwd.mkdir()
+    log_path = tmp_path / "dagster-dev.log"
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(materialized.home),
+        "SIGMAP_STORAGE": str(materialized.storage),
+        "PYTHONPATH": os.pathsep.join(
+            p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
+        ),
+    }
+    cmd = [
+        sys.executable,
+        "-c",
+        _EXEC_WITH_DEFAULT_SIGNALS,
+        sys.executable,
+        "-m",
+        "dagster",
+        "dev",
+        "-w",
+        str(REPO / "workspace.yaml"),
+        "-h",
+        "127.0.0.1",
+        "-p",
+        str(port),
+    ]
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    pgid = proc.pid  # start_new_session: the child leads its own session and process group
+
+    def log_tail() -> str:
+        return log_path.read_text(errors="replace")[-4000:]
+
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_TIMEOUT_S
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"dagster dev exited with {proc.returncode}:\n{log_tail()}")
+            try:
+                with urllib.request.urlopen(f"{url}/server_info", timeout=5) as r:
+                    if r.status == 200 and b"dagster_webserver_version" in r.read():
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"{url}/server_info did not answer within {SERVER_TIMEOUT_S}s:\n{log_tail()}"
+                )
+            time.sleep(1)
+        yield url
+    finally:
+        took = _stop_group(proc, pgid)
+        left = _group_members(pgid)
+        orphans = _processes_mentioning(str(materialized.home))
+        for pid in left:  # never leave servers behind, even when the assertion below fails
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        assert not left, f"dagster dev group {pgid} still has {left} after {took:.0f}s"
+        assert not orphans, "processes of the test instance survived dagster dev:\n" + "\n".join(
+            orphans
+        )
+
+
+# --------------------------------------------------------------------------- the browser
+
+
+def _matches(label: str, name: str) -> bool:
+    """A graph node label is the asset name, or the name middle-truncated as ``head…tail``."""
+    if "…" not in label:
+        return label == name
+    head, tail = label.split("…", 1)
+    return len(name) > len(label) - 1 and name.startswith(head) and name.endswith(tail)
+
+
+def _data_uris(md: str) -> list[str]:
+    return re.findall(r"\(data:image/png;base64,([A-Za-z0-9+/=]+)\)", md)
+
+
+def test_asset_graph_and_plots_in_browser(
+    chromium: Path,
+    materialized: Materialized,
+    dagster_dev: str,
+    tmp_path: Path,
+    record_property,
+    capsys: pytest.CaptureFixture,
+) -> None:
+    from playwright.sync_api import expect, sync_playwright
+
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    shots: list[Path] = []
+
+    def shot(page, name: str) -> None:
+        path = SCREENSHOTS / name
+        page.screenshot(path=str(path))
+        assert path.stat().st_size > 10_000, f"{path} is suspiciously small"
+        shots.append(path)
+
+    url = dagster_dev
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(tmp_path / "chromium-profile"),
+            executable_path=str(chromium),
+            args=CHROMIUM_ARGS,
+            headless=True,
+            viewport=VIEWPORT,
+        )
+        try:
+            context.set_default_timeout(UI_TIMEOUT_MS)
+            expect.set_options(timeout=UI_TIMEOUT_MS)
+            page = context.pages[0] if context.pages else context.new_page()
+
+            # 1. The global asset lineage, every group expanded (⌥E), and the sidebar tree open.
+            page.goto(f"{url}/asset-groups")
+            sidebar = page.locator("[class*=AssetSidebarNode_itemContainer]")
+            for group in GROUPS:
+                expect(sidebar.locator(f'[title="{group}"]').first).to_be_visible()
+            expect(page.get_by_text("Join the Dagster community")).to_have_count(0)
+            page.keyboard.press("Alt+KeyE")
+            nodes = page.locator("svg foreignObject [class*=AssetNode_assetName]")
+            expect(nodes).to_have_count(len(materialized.asset_names))
+            labels = [t.strip() for t in nodes.all_inner_texts()]
+            unmatched = [
+                n for n in materialized.asset_names if not any(_matches(lb, n) for lb in labels)
+            ]
+            assert not unmatched, (
+                f"assets missing from the lineage graph: {unmatched} (labels: {labels})"
+            )
+            assert set(EXPECTED_ASSETS) <= set(materialized.asset_names)
+            for name in (
+                "token_nll",
+                "nll_ranks",
+                "signatures",
+                "signature_overlap",
+                "overlap_report",
+                "metabench",
+            ):
+                assert name in labels, f"{name} not shown in full on the graph: {labels}"
+            for (
+                group
+            ) in GROUPS:  # open the sidebar tree: full names (the graph truncates long ones)
+                row = sidebar.filter(has=page.locator(f'[title="{group}"]')).first
+                row.locator("button").first.click()
+            for name in (
+                "screened_candidates",
+                "performance_overlap",
+                "metabench_selection",
+                "model_zoo",
+            ):
+                expect(sidebar.locator(f'[title="{name}"]')).to_be_visible()
+            page.mouse.move(0, 0)
+            shot(page, "01-asset-lineage.png")
+
+            # 2. signature_overlap: latest materialization from this instance, its metadata table.
+            page.goto(f"{url}/assets/signature_overlap")
+            expect(page.get_by_text("Latest materialization")).to_be_visible()
+            metadata = page.locator("tr")
+            expect(
+                metadata.filter(has=page.locator("td", has_text=re.compile(r"^heatmap_path$")))
+            ).to_contain_text(materialized.heatmap_path)
+            for key in ("models", "benchmarks", "spread", "pairs", "heatmap"):
+                expect(
+                    metadata.filter(has=page.locator("td", has_text=re.compile(f"^{key}$")))
+                ).to_have_count(1)
+            shot(page, "02-signature-overlap-asset.png")
+
+            # 3. The heatmap behind [Show Markdown]: the PNG stored under storage/plots.
+            heatmap_row = metadata.filter(has=page.locator("td", has_text=re.compile(r"^heatmap$")))
+            heatmap_row.get_by_text("[Show Markdown]").click()
+            dialog = page.get_by_role("dialog")
+            img = dialog.locator('img[src^="data:image/png;base64,"]')
+            expect(img).to_have_count(1)
+            expect(img).to_be_visible()
+            assert img.evaluate("i => i.complete && i.naturalWidth") > 200, (
+                "heatmap PNG did not decode"
+            )
+            src = img.get_attribute("src") or ""
+            expected = _data_uris(materialized.heatmap_md)
+            assert len(expected) == 1 and src == f"data:image/png;base64,{expected[0]}"
+            assert (
+                base64.b64decode(src.split(",", 1)[1])
+                == Path(materialized.heatmap_path).read_bytes()
+            )
+            expect(dialog).to_contain_text("Signature overlap")
+            shot(page, "03-signature-overlap-heatmap.png")
+
+            # 4. screened_candidates: one correlation histogram per benchmark, and the
+            #    per-benchmark summary rendered as a table (not as raw markdown).
+            page.goto(f"{url}/assets/screened_candidates")
+            expect(page.get_by_text("Latest materialization")).to_be_visible()
+            summary = page.locator("tr").filter(
+                has=page.locator("td", has_text=re.compile(r"^summary$"))
+            )
+            expect(summary).to_have_count(1)
+            assert summary.locator("table").count() == 1, (
+                "the `summary` markdown table of screened_candidates renders as raw text: a header "
+                "holds an unescaped '|' ('share |γ|<0.2'); md_table must escape '|' in headers too. "
+                f"Shown: {summary.inner_text()[:300]!r}"
+            )
+            expect(summary.locator("table tr")).to_have_count(materialized.n_benchmarks + 1)
+            page.locator("tr").filter(
+                has=page.locator("td", has_text=re.compile(r"^histograms$"))
+            ).get_by_text("[Show Markdown]").click()
+            imgs = page.get_by_role("dialog").locator('img[src^="data:image/png;base64,"]')
+            expect(imgs).to_have_count(min(materialized.n_benchmarks, 12))
+            assert len(_data_uris(materialized.histograms_md)) == imgs.count()
+            expect(imgs.first).to_be_visible()
+            assert imgs.first.evaluate("i => i.complete && i.naturalWidth") > 200
+            shot(page, "04-screened-candidates-histograms.png")
+        finally:
+            context.close()
+
+    record_property("screenshots", " ".join(str(s) for s in shots))
+    with capsys.disabled():
+        print("\nUI screenshots:\n" + "\n".join(f"  {s}" for s in shots))
