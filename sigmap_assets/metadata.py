@@ -24,7 +24,7 @@ def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = 
     if not rows:
         return "_(empty)_"
     cols = list(columns or rows[0].keys())
-    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    out = ["| " + " | ".join(str(c).replace("|", "\\|") for c in cols) + " |", "|" + "---|" * len(cols)]
     for row in rows[:max_rows]:
         out.append("| " + " | ".join(fmt(row.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in cols) + " |")
     if len(rows) > max_rows:

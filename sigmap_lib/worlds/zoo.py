@@ -15,9 +15,16 @@ report them separately:
    units really are aligned across tokenizers.
 3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 16 tiny causal LMs (GPT-2 and Llama
    configs, ~0.15-2M parameters) with different domain mixtures and training lengths, so
-   abilities vary along several axes. Cached per model by a spec hash.
+   abilities vary along several axes. Cached per model by a spec hash. Each model also
+   saves intermediate checkpoints (default 3: after 25/50/75 % of its steps).
 4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :mod:`.zoo_bench`, scored by
-   loglikelihood, item by item (cached per model).
+   loglikelihood, item by item (cached per model), for the final models and their
+   checkpoints. The checkpoints are extra real respondents for item-level methods
+   (metabench's IRT needs >= 55 respondents): their rows follow the final models' in
+   ``responses/<b>.parquet`` (``zoo/<name>@step<s>``) and ``truth.json`` lists them;
+   they are not registry models (not in ``models.yaml`` / ``scores.csv``).
+   ``settings.yaml`` holds metabench settings suited to this small world
+   (:func:`metabench_settings`).
 
 Everything is deterministic given the seed and the machine's Python installation; model
 training is deterministic on a given machine and thread count.
@@ -51,8 +58,11 @@ __all__ = [
     "build_texts",
     "build_zoo_benchmarks",
     "build_zoo_world",
+    "checkpoint_id",
+    "checkpoint_steps",
     "default_workers",
     "evaluate_zoo_benchmarks",
+    "metabench_settings",
     "model_specs",
     "train_tokenizers",
     "train_zoo_models",
@@ -200,6 +210,14 @@ class ZooWorld:
         Seconds per stage.
     trained, reused : list[str]
         Model names trained now / taken from the cache.
+    checkpoints : list[dict]
+        Intermediate checkpoints (extra respondents): ``id``
+        (``zoo/<name>@step<s>``), ``model``, ``name``, ``step``, ``steps``,
+        ``tokens_seen``, ``path``.
+    checkpoint_responses : dict[str, np.ndarray]
+        Benchmark -> int8 ``(n_checkpoints, n_items)``, rows in ``checkpoints`` order.
+    settings : dict
+        The recommended pipeline settings written to ``settings.yaml``.
     """
 
     root: Path
@@ -210,6 +228,9 @@ class ZooWorld:
     timings: dict[str, float] = field(default_factory=dict)
     trained: list[str] = field(default_factory=list)
     reused: list[str] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    checkpoint_responses: dict[str, np.ndarray] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
 
 
 # ------------------------------------------------------------------- utilities
@@ -391,10 +412,35 @@ def _training_texts(
     return [chosen[i] for i in perm], chars
 
 
+def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
+    """Training steps at which a model's intermediate checkpoints are taken.
+
+    ``n_checkpoints`` evenly spaced points strictly inside the run: after
+    ``round(steps * k / (n_checkpoints + 1))`` steps, ``k = 1..n_checkpoints`` (3 -> 25 %,
+    50 %, 75 %); duplicates and the end points 0 and ``steps`` are dropped.
+    """
+    if n_checkpoints < 0:
+        raise SigmapInputError(f"zoo world: n_checkpoints={n_checkpoints} must be >= 0")
+    got = {round(steps * k / (n_checkpoints + 1)) for k in range(1, n_checkpoints + 1)}
+    return sorted(s for s in got if 0 < s < steps)
+
+
 def _train_one(
-    spec_dict: dict[str, Any], tok_dir: str, train: list[str], out_dir: str, key: str, threads: int
+    spec_dict: dict[str, Any],
+    tok_dir: str,
+    train: list[str],
+    out_dir: str,
+    key: str,
+    threads: int,
+    ckpt_steps: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """Build, train and save one model (runs in this or a worker process)."""
+    """Build, train and save one model (runs in this or a worker process).
+
+    The weights after each of ``ckpt_steps`` optimiser steps are copied during training
+    (a forward pre-hook on the model sees step ``s``'s batch before update ``s + 1``, so
+    the training run itself is untouched) and saved as full model folders under
+    ``<out_dir>/checkpoints/step<s>``.
+    """
     from transformers import AutoTokenizer
 
     from sigmap_lib.worlds.tiny import build_causal_lm, save_model, train_causal_lm
@@ -411,20 +457,48 @@ def _train_one(
         n_ctx=spec.seq_len,
         seed=spec.seed + 1000 * int(_sha(spec.name)[:4], 16),
     )
-    stats = train_causal_lm(
-        model,
-        tok,
-        train,
-        steps=spec.steps,
-        batch_size=spec.batch_size,
-        seq_len=spec.seq_len,
-        lr=spec.lr,
-        seed=spec.seed,
-        threads=max(1, threads),
-    )
+    want = set(ckpt_steps)
+    calls = [0]
+    snaps: dict[int, dict[str, Any]] = {}
+
+    def _snapshot(module: Any, args: Any) -> None:
+        if module.training:
+            if calls[0] in want:
+                snaps[calls[0]] = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            calls[0] += 1
+
+    hook = model.register_forward_pre_hook(_snapshot)
+    try:
+        stats = train_causal_lm(
+            model,
+            tok,
+            train,
+            steps=spec.steps,
+            batch_size=spec.batch_size,
+            seq_len=spec.seq_len,
+            lr=spec.lr,
+            seed=spec.seed,
+            threads=max(1, threads),
+        )
+    finally:
+        hook.remove()
+    if calls[0] != spec.steps or set(snaps) != want:
+        raise RuntimeError(
+            f"zoo model {spec.name}: saw {calls[0]} training steps and checkpoints "
+            f"{sorted(snaps)}, expected {spec.steps} and {sorted(want)}"
+        )
     n_params = int(sum(p.numel() for p in model.parameters()))
     out = save_model(model, tok, out_dir)
-    meta = {"key": key, "spec": spec_dict, "n_params": n_params, "train": stats}
+    for step in sorted(snaps):  # the final model is saved; reuse its module for the rest
+        model.load_state_dict(snaps.pop(step))
+        save_model(model, tok, out / "checkpoints" / f"step{step}")
+    meta = {
+        "key": key,
+        "spec": spec_dict,
+        "n_params": n_params,
+        "train": stats,
+        "checkpoints": sorted(want),
+    }
     _atomic_write_text(out / "zoo_spec.json", json.dumps(meta, indent=1))
     return meta
 
@@ -438,11 +512,14 @@ def train_zoo_models(
     workers: int | None = None,
     threads: int | None = None,
     progress: Progress | None = None,
+    n_checkpoints: int = 0,
 ) -> dict[str, dict[str, Any]]:
     """Stage 3: train (or reuse) every zoo model; each saved under ``out_dir/<name>``.
 
     A model is reused when ``<name>/zoo_spec.json`` records the same key: a hash of the
-    spec, the tokenizer files, the training text and :data:`ZOO_VERSION`.
+    spec, the tokenizer files, the training text and :data:`ZOO_VERSION`, and holds the
+    wanted checkpoints (else it is retrained: training is deterministic, so the final
+    weights are the same).
 
     Parameters
     ----------
@@ -452,11 +529,16 @@ def train_zoo_models(
     threads : int, optional
         Torch threads per worker (default: CPU count // workers).
 
+    n_checkpoints : int
+        Intermediate checkpoints saved per model (:func:`checkpoint_steps`), each in
+        ``<name>/checkpoints/step<s>``.
+
     Returns
     -------
     dict[str, dict]
         Per model name: ``key``, ``spec``, ``n_params``, ``train`` (loss, tokens/s,
-        seconds), ``mixture_chars``, ``reused`` (bool), ``path``.
+        seconds), ``mixture_chars``, ``reused`` (bool), ``path``, ``checkpoints``
+        (``{step: {"key", "path"}}``).
     """
     progress = progress or _noop
     out_root = Path(out_dir)
@@ -478,15 +560,23 @@ def train_zoo_models(
         folder = out_root / spec.name
         meta = _read_json(folder / "zoo_spec.json")
         train, chars = _training_texts(texts, spec)
-        if meta is not None and meta.get("key") == key and any(folder.glob("*.safetensors")):
+        steps = checkpoint_steps(spec.steps, n_checkpoints)
+        if (
+            meta is not None
+            and meta.get("key") == key
+            and any(folder.glob("*.safetensors"))
+            and set(steps) <= set(meta.get("checkpoints", []))
+            and all(any((folder / "checkpoints" / f"step{s}").glob("*.safetensors")) for s in steps)
+        ):
             results[spec.name] = {
                 **meta,
                 "mixture_chars": chars,
                 "reused": True,
                 "path": str(folder),
+                "checkpoints": _checkpoint_entries(key, folder, steps),
             }
             continue
-        todo.append((spec, train, chars, key))
+        todo.append((spec, train, chars, key, steps))
     done = len(results)
     progress("train_models", done, len(specs), f"{done} cached, {len(todo)} to train")
 
@@ -497,6 +587,9 @@ def train_zoo_models(
             "mixture_chars": chars,
             "reused": False,
             "path": str(out_root / spec.name),
+            "checkpoints": _checkpoint_entries(
+                meta["key"], out_root / spec.name, meta["checkpoints"]
+            ),
         }
         done += 1
         st = meta["train"]
@@ -524,14 +617,31 @@ def train_zoo_models(
                     str(out_root / spec.name),
                     key,
                     threads,
+                    steps,
                 ),
             )
-            for spec, train, chars, key in todo
+            for spec, train, chars, key, steps in todo
         ],
         workers,
         lambda tag, meta: _finish(tag[0], tag[1], meta),
     )
     return {s.name: results[s.name] for s in specs}
+
+
+def _checkpoint_entries(key: str, folder: Path, steps: Sequence[int]) -> dict[int, dict[str, str]]:
+    """``{step: {"key", "path"}}`` of a model's checkpoints (key: model key + step)."""
+    return {
+        int(s): {
+            "key": _sha([key, "checkpoint", int(s)]),
+            "path": str(folder / "checkpoints" / f"step{s}"),
+        }
+        for s in steps
+    }
+
+
+def checkpoint_id(spec: ZooModelSpec, step: int) -> str:
+    """Respondent id of a checkpoint: ``zoo/<name>@step<step>``."""
+    return f"{spec.model_id}@step{step}"
 
 
 def _cached_eval(
@@ -587,7 +697,9 @@ def evaluate_zoo_benchmarks(
 ) -> dict[str, np.ndarray]:
     """Stage 4: item-level responses of every model on every benchmark.
 
-    Each model is loaded from its saved folder (``sigmap_lib.perplexity.load_model``,
+    ``models`` maps a respondent name to a dict with at least ``key`` and ``path`` (a
+    saved model folder): the entries of :func:`train_zoo_models` and, when wanted, their
+    checkpoints (see :func:`build_zoo_world`). Each model is loaded from its saved folder (``sigmap_lib.perplexity.load_model``,
     CPU, float32) and scored with :func:`.zoo_bench.score_benchmarks`. Results are cached
     in the model folder (``zoo_eval.npz``) under a key of the model key and the items.
 
@@ -644,9 +756,19 @@ def write_world(
     responses: dict[str, np.ndarray],
     *,
     extra_truth: dict[str, Any] | None = None,
+    checkpoints: Sequence[dict[str, Any]] = (),
+    checkpoint_responses: dict[str, np.ndarray] | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Write the world folder (``docs/FORMATS.md``): corpus, models.yaml, catalog.yaml,
-    scores.csv, items/, responses/, truth.json. Returns the models.yaml entries."""
+    scores.csv, items/, responses/, truth.json, settings.yaml. Returns the models.yaml
+    entries.
+
+    ``checkpoints`` (dicts with ``id``, ``model`` (model id), ``name``, ``step``) are
+    extra respondents: their rows (``checkpoint_responses``, same order) follow the
+    models' rows in ``responses/<b>.parquet`` and they are listed in ``truth.json``;
+    they are not in ``models.yaml`` or ``scores.csv``. ``settings`` is written to
+    ``settings.yaml`` when given."""
     import polars as pl
     import yaml
 
@@ -695,6 +817,7 @@ def write_world(
     )
 
     model_ids = [s.model_id for s in specs]
+    ckpt_ids = [c["id"] for c in checkpoints]
     score_cols: dict[str, Any] = {"model": model_ids}
     for b in benchmarks:
         r = responses[b.name]
@@ -704,6 +827,14 @@ def write_world(
                 f"({len(specs)}, {len(b.items)})"
             )
         score_cols[b.name] = r.mean(axis=1).astype(float)
+        if ckpt_ids:
+            rc = (checkpoint_responses or {}).get(b.name)
+            if rc is None or rc.shape != (len(ckpt_ids), len(b.items)):
+                raise SigmapInputError(
+                    f"zoo world: checkpoint responses of {b.name} have shape "
+                    f"{None if rc is None else rc.shape}, expected ({len(ckpt_ids)}, {len(b.items)})"
+                )
+            r = np.concatenate([r, rc], axis=0)
         items = pl.DataFrame(
             {
                 "item_id": [i.item_id for i in b.items],
@@ -722,7 +853,10 @@ def write_world(
         )
         _atomic_write_parquet(items, root / "items" / f"{b.name}.parquet")
         resp = pl.DataFrame(
-            {"model": model_ids, **{it.item_id: r[:, j] for j, it in enumerate(b.items)}},
+            {
+                "model": model_ids + ckpt_ids,
+                **{it.item_id: r[:, j] for j, it in enumerate(b.items)},
+            },
             schema={"model": pl.String, **{it.item_id: pl.Int8 for it in b.items}},
         )
         _atomic_write_parquet(resp, root / "responses" / f"{b.name}.parquet")
@@ -787,11 +921,44 @@ def write_world(
             }
             for b in benchmarks
         },
+        "checkpoints": {
+            c["id"]: {
+                "model": c["model"],
+                "name": c["name"],
+                "step": c["step"],
+                "fraction": c["step"] / c["steps"],
+                "tokens_seen": c["tokens_seen"],
+            }
+            for c in checkpoints
+        },
         "records_population": len(texts.facts),
         **(extra_truth or {}),
     }
     _atomic_write_text(root / "truth.json", json.dumps(truth, indent=1))
+    if settings is not None:
+        _atomic_write_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
     return entries
+
+
+def metabench_settings(n_items: int) -> dict[str, Any]:
+    """Recommended metabench settings for a zoo world (``settings.yaml``).
+
+    The zoo has ~60-80 respondents (models and checkpoints) and ~100 items per
+    benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
+    of items): a 15 % test split keeps >= 5 test models and >= 50 training models, a
+    6-df GAM needs only 24 training points, a 40-point θ grid (at most the item count)
+    suits ~100 items, and the per-item penalty is scaled up as for the synthetic world
+    (λ = 0.005 would keep almost every item of a short benchmark).
+    """
+    return {
+        "metabench": {
+            "lam": 0.05,
+            "n_quant": min(40, n_items),
+            "gam_df": 6,
+            "test_frac": 0.15,
+            "n_subsets": 100,
+        }
+    }
 
 
 def build_zoo_world(
@@ -803,6 +970,7 @@ def build_zoo_world(
     quick: bool = False,
     workers: int | None = None,
     n_items: int | None = None,
+    n_checkpoints: int | None = None,
 ) -> ZooWorld:
     """Build (or refresh from cache) the whole zoo world in ``out_dir``.
 
@@ -824,6 +992,13 @@ def build_zoo_world(
         Parallel processes for training and scoring (default :func:`default_workers`).
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
+    n_checkpoints : int, optional
+        Intermediate checkpoints per model (default 3: after 25 %, 50 % and 75 % of the
+        steps; quick 9, so the 6 quick models give 60 respondents). Each answers every
+        item like the final models; their rows follow the models' rows in
+        ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and ``truth.json`` lists
+        them. They are not registry models (not in ``models.yaml`` / ``scores.csv``).
+        0 disables them.
 
     Returns
     -------
@@ -852,12 +1027,33 @@ def build_zoo_world(
     timings["tokenizers"] = time.perf_counter() - t
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
+    if n_checkpoints is None:
+        n_checkpoints = 9 if quick else 3
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
     models = train_zoo_models(
-        texts, toks, specs, root / "models", workers=workers, progress=progress
+        texts,
+        toks,
+        specs,
+        root / "models",
+        workers=workers,
+        progress=progress,
+        n_checkpoints=n_checkpoints,
     )
     timings["train_models"] = time.perf_counter() - t
+    checkpoints = [
+        {
+            "id": checkpoint_id(s, step),
+            "model": s.model_id,
+            "name": s.name,
+            "step": step,
+            "steps": s.steps,
+            "tokens_seen": step * s.batch_size * s.seq_len,
+            **models[s.name]["checkpoints"][step],
+        }
+        for s in specs
+        for step in sorted(models[s.name]["checkpoints"])
+    ]
 
     t = time.perf_counter()
     progress("benchmarks", 0, 1, "building benchmark items")
@@ -866,12 +1062,27 @@ def build_zoo_world(
     progress("benchmarks", 1, 1, f"{len(benchmarks)} benchmarks")
 
     t = time.perf_counter()
-    responses = evaluate_zoo_benchmarks(benchmarks, models, workers=workers, progress=progress)
+    respondents = {**models, **{c["id"]: c for c in checkpoints}}
+    both = evaluate_zoo_benchmarks(benchmarks, respondents, workers=workers, progress=progress)
+    n = len(models)
+    responses = {b: r[:n] for b, r in both.items()}
+    ckpt_responses = {b: r[n:] for b, r in both.items()}
     timings["evaluate"] = time.perf_counter() - t
 
     t = time.perf_counter()
     progress("write", 0, 1, f"writing {root}")
-    entries = write_world(root, texts, benchmarks, models, specs, responses)
+    settings = metabench_settings(min(len(b.items) for b in benchmarks))
+    entries = write_world(
+        root,
+        texts,
+        benchmarks,
+        models,
+        specs,
+        responses,
+        checkpoints=checkpoints,
+        checkpoint_responses=ckpt_responses,
+        settings=settings,
+    )
     timings["write"] = time.perf_counter() - t
     progress("write", 1, 1, "done")
 
@@ -889,4 +1100,7 @@ def build_zoo_world(
         timings=timings,
         trained=[n for n, m in models.items() if not m["reused"]],
         reused=[n for n, m in models.items() if m["reused"]],
+        checkpoints=checkpoints,
+        checkpoint_responses=ckpt_responses,
+        settings=settings,
     )

@@ -361,6 +361,7 @@ def test_asset_graph_and_plots_in_browser(
     from playwright.sync_api import expect, sync_playwright
 
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    (SCREENSHOTS / "failure.png").unlink(missing_ok=True)
     shots: list[Path] = []
 
     def shot(page, name: str) -> None:
@@ -409,9 +410,8 @@ def test_asset_graph_and_plots_in_browser(
                 "metabench",
             ):
                 assert name in labels, f"{name} not shown in full on the graph: {labels}"
-            for (
-                group
-            ) in GROUPS:  # open the sidebar tree: full names (the graph truncates long ones)
+            # open the sidebar tree: it shows full names (the graph truncates long ones)
+            for group in GROUPS:
                 row = sidebar.filter(has=page.locator(f'[title="{group}"]')).first
                 row.locator("button").first.click()
             for name in (
@@ -471,6 +471,7 @@ def test_asset_graph_and_plots_in_browser(
                 f"Shown: {summary.inner_text()[:300]!r}"
             )
             expect(summary.locator("table tr")).to_have_count(materialized.n_benchmarks + 1)
+            shot(page, "04-screened-candidates-asset.png")
             page.locator("tr").filter(
                 has=page.locator("td", has_text=re.compile(r"^histograms$"))
             ).get_by_text("[Show Markdown]").click()
@@ -479,7 +480,12 @@ def test_asset_graph_and_plots_in_browser(
             assert len(_data_uris(materialized.histograms_md)) == imgs.count()
             expect(imgs.first).to_be_visible()
             assert imgs.first.evaluate("i => i.complete && i.naturalWidth") > 200
-            shot(page, "04-screened-candidates-histograms.png")
+            shot(page, "05-screened-candidates-histograms.png")
+        except Exception:
+            if context.pages:  # what the browser showed when a check failed
+                context.pages[0].screenshot(path=str(SCREENSHOTS / "failure.png"))
+                print(f"failure screenshot: {SCREENSHOTS / 'failure.png'}")
+            raise
         finally:
             context.close()
 

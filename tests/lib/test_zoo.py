@@ -241,7 +241,7 @@ def test_score_benchmarks_applies_each_metric(tiny_models: list[Path]) -> None:
 def test_quick_world_folder_is_valid(quick_world) -> None:
     from sigmap_lib.catalog import read_catalog
     from sigmap_lib.corpus import read_corpus
-    from sigmap_lib.items import read_responses
+    from sigmap_lib.items import read_questions, read_responses
     from sigmap_lib.perplexity import load_model
     from sigmap_lib.registry import read_registry
     from sigmap_lib.scores import read_wide
@@ -280,6 +280,7 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
         b = cat[name]
         assert b.score_range == (0.0, 1.0)
         items = pl.read_parquet(b.items)
+        assert read_questions(b.items)["item_id"].to_list() == items["item_id"].to_list()
         assert {"item_id", "text", "choices", "gold"} <= set(items.columns)
         assert items["item_id"].dtype == pl.String and items["text"].str.len_chars().min() > 0
         rm = read_responses(b.responses)
@@ -309,13 +310,128 @@ def test_rebuild_reuses_models_and_is_deterministic(quick_world) -> None:
     world, _ = quick_world
     assert len(world.trained) == 6 and not world.reused
     weights = sorted(world.root.glob("models/*/*.safetensors"))
-    mtimes = [p.stat().st_mtime_ns for p in weights]
+    weights += sorted(world.root.glob("models/*/checkpoints/*/*.safetensors"))
+    assert len(weights) == 6 + 54
+    evals = sorted(world.root.glob("models/**/zoo_eval.npz"))
+    assert len(evals) == 6 + 54  # every respondent's evaluation is cached
+    mtimes = [p.stat().st_mtime_ns for p in weights + evals]
     t0 = time.perf_counter()
     again = build_zoo_world(world.root, quick=True, seed=0)
     assert again.trained == [] and len(again.reused) == 6
-    assert [p.stat().st_mtime_ns for p in weights] == mtimes
+    assert [p.stat().st_mtime_ns for p in weights + evals] == mtimes  # nothing redone
     assert time.perf_counter() - t0 < world.timings["train_models"] + world.timings["evaluate"]
+    assert [c["id"] for c in again.checkpoints] == [c["id"] for c in world.checkpoints]
     for name in world.benchmarks:
         np.testing.assert_array_equal(again.responses[name], world.responses[name])
+        np.testing.assert_array_equal(
+            again.checkpoint_responses[name], world.checkpoint_responses[name]
+        )
     items = {p.name: pl.read_parquet(p) for p in (world.root / "items").glob("*.parquet")}
     assert len(items) == 16
+
+
+# --------------------------------------------------------------- checkpoints
+
+
+def test_checkpoint_steps() -> None:
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.worlds.zoo import checkpoint_steps
+
+    assert checkpoint_steps(600, 3) == [150, 300, 450]
+    assert checkpoint_steps(250, 4) == [50, 100, 150, 200]
+    assert checkpoint_steps(20, 9) == [2, 4, 6, 8, 10, 12, 14, 16, 18]
+    assert checkpoint_steps(3, 5) == [1, 2]  # duplicates and end points dropped
+    assert checkpoint_steps(100, 0) == []
+    with pytest.raises(SigmapInputError, match="n_checkpoints"):
+        checkpoint_steps(100, -1)
+
+
+def test_checkpoints_do_not_change_training(quick_texts, tmp_path: Path) -> None:
+    """Snapshotting during training leaves the final weights bit-identical."""
+    import dataclasses
+
+    from safetensors.numpy import load_file
+
+    from sigmap_lib.worlds.zoo import (
+        _train_one,
+        _training_texts,
+        model_specs,
+        train_tokenizers,
+    )
+
+    toks = train_tokenizers(quick_texts, tmp_path / "tok", chars_per_domain=20_000)
+    spec = dataclasses.replace(model_specs(2, quick=True)[0], steps=6, batch_size=2, seq_len=32)
+    train, _ = _training_texts(quick_texts, spec)
+    args = (dataclasses.asdict(spec), str(toks[spec.arch]), train)
+    plain = _train_one(*args, str(tmp_path / "plain"), "k", 1)
+    snap = _train_one(*args, str(tmp_path / "snap"), "k", 1, [2, 4])
+    assert plain["checkpoints"] == [] and snap["checkpoints"] == [2, 4]
+    assert plain["train"]["final_loss"] == snap["train"]["final_loss"]
+    a = load_file(str(tmp_path / "plain" / "model.safetensors"))
+    b = load_file(str(tmp_path / "snap" / "model.safetensors"))
+    assert a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+    c2 = load_file(str(tmp_path / "snap" / "checkpoints" / "step2" / "model.safetensors"))
+    c4 = load_file(str(tmp_path / "snap" / "checkpoints" / "step4" / "model.safetensors"))
+    assert c2.keys() == a.keys()
+    assert not all(np.array_equal(a[k], c4[k]) for k in a)
+    assert not all(np.array_equal(c2[k], c4[k]) for k in a)
+    assert not list((tmp_path / "plain").glob("checkpoints"))
+
+
+@pytest.mark.slow
+def test_quick_world_checkpoint_respondents(quick_world) -> None:
+    from sigmap_lib.items import read_responses
+    from sigmap_lib.worlds.zoo import checkpoint_steps, model_specs
+
+    world, _ = quick_world
+    root = world.root
+    specs = model_specs(6, quick=True)
+    want = [f"{s.model_id}@step{k}" for s in specs for k in checkpoint_steps(s.steps, 9)]
+    assert [c["id"] for c in world.checkpoints] == want
+    assert len(want) == 54  # 6 models + 54 checkpoints = 60 respondents
+    truth = json.loads((root / "truth.json").read_text())
+    assert list(truth["checkpoints"]) == want
+    for cid, c in truth["checkpoints"].items():
+        assert cid == f"{c['model']}@step{c['step']}" and 0 < c["fraction"] < 1
+        assert c["model"] in truth["models"]
+    reg_ids = [e["id"] for e in yaml.safe_load((root / "models.yaml").read_text())["models"]]
+    assert not set(want) & set(reg_ids)
+    assert pl.read_csv(root / "scores.csv")["model"].to_list() == reg_ids
+    for name in world.benchmarks:
+        df = pl.read_parquet(root / "responses" / f"{name}.parquet")
+        assert df["model"].to_list() == reg_ids + want  # final models first
+        rm = read_responses(root / "responses" / f"{name}.parquet")
+        assert set(np.unique(rm.matrix)) <= {0, 1}
+        np.testing.assert_array_equal(rm.matrix[:6], world.responses[name])
+        np.testing.assert_array_equal(rm.matrix[6:], world.checkpoint_responses[name])
+    # checkpoints answer differently from their final models (they are earlier weights)
+    all_ck = np.concatenate([world.checkpoint_responses[b] for b in world.benchmarks], axis=1)
+    all_fm = np.concatenate([world.responses[b] for b in world.benchmarks], axis=1)
+    assert len({r.tobytes() for r in all_ck}) > 40
+    assert any(not np.array_equal(all_ck[9 * i + 8], all_fm[i]) for i in range(6))
+    settings = yaml.safe_load((root / "settings.yaml").read_text())
+    assert settings == world.settings and set(settings) == {"metabench"}
+
+
+@pytest.mark.slow
+def test_metabench_runs_on_quick_world(quick_world) -> None:
+    import pandas as pd
+
+    from sigmap_lib.metabench import fit_metabench
+
+    world, _ = quick_world
+    cfg = yaml.safe_load((world.root / "settings.yaml").read_text())["metabench"]
+    responses, scores = {}, {}
+    for name in world.benchmarks:
+        df = pl.read_parquet(world.root / "responses" / f"{name}.parquet").to_pandas()
+        df = df.set_index("model").astype(int)
+        responses[name] = df
+        scores[name] = 100 * df.mean(axis=1)
+    full = pd.DataFrame(scores)
+    assert len(full) == 60
+    fit = fit_metabench(responses, full, seed=0, **cfg)
+    assert set(fit.selected) == set(world.benchmarks)
+    for name, items in fit.selected.items():
+        assert 10 <= len(items) <= responses[name].shape[1]
+    assert (fit.split == "test").sum() >= 5
+    assert np.isfinite(fit.grand_test_rmse)

@@ -51,6 +51,11 @@ def catalog_sensor(
     plan = plan_benchmark_sync(
         path, set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
     )
+    if not context.cursor and not plan.new_keys and context.instance.get_latest_materialization_event(
+        dg.AssetKey("benchmark_catalog")
+    ):
+        # first tick on an existing instance: remember the file, refresh nothing
+        return dg.SensorResult(run_requests=[], cursor=digest)
     return dg.SensorResult(
         dynamic_partitions_requests=[benchmarks_partitions.build_add_request(plan.new_keys)]
         if plan.new_keys
