@@ -16,7 +16,7 @@ report them separately:
 3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 16 tiny causal LMs (GPT-2 and Llama
    configs, ~0.15-2M parameters) with different domain mixtures and training lengths, so
    abilities vary along several axes. Cached per model by a spec hash. Each model also
-   saves intermediate checkpoints (default 3: after 25/50/75 % of its steps).
+   saves intermediate checkpoints (default 4: after 20/40/60/80 % of its steps).
 4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :mod:`.zoo_bench`, scored by
    loglikelihood, item by item (cached per model), for the final models and their
    checkpoints. The checkpoints are extra real respondents for item-level methods
@@ -943,19 +943,22 @@ def write_world(
 def metabench_settings(n_items: int) -> dict[str, Any]:
     """Recommended metabench settings for a zoo world (``settings.yaml``).
 
-    The zoo has ~60-80 respondents (models and checkpoints) and ~100 items per
+    The zoo has 80 respondents (16 models + 64 checkpoints) and 100 items per
     benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
-    of items): a 15 % test split keeps >= 5 test models and >= 50 training models, a
-    6-df GAM needs only 24 training points, a 40-point θ grid (at most the item count)
-    suits ~100 items, and the per-item penalty is scaled up as for the synthetic world
-    (λ = 0.005 would keep almost every item of a short benchmark).
+    of items). The binding constraint is the joint fit: >= 50 training models after
+    every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
+    test split is kept at 10 % (8 models); a 6-df GAM needs only 24 training points, a
+    40-point θ grid (at most the item count) suits ~100 items, 100 pool subsets suffice
+    (benchmarks have fewer items than the pool size, so none are drawn), and the
+    per-item penalty is scaled up as for the synthetic world (λ = 0.005 would keep
+    almost every item of a short benchmark).
     """
     return {
         "metabench": {
             "lam": 0.05,
             "n_quant": min(40, n_items),
             "gam_df": 6,
-            "test_frac": 0.15,
+            "test_frac": 0.1,
             "n_subsets": 100,
         }
     }
@@ -993,8 +996,9 @@ def build_zoo_world(
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
     n_checkpoints : int, optional
-        Intermediate checkpoints per model (default 3: after 25 %, 50 % and 75 % of the
-        steps; quick 9, so the 6 quick models give 60 respondents). Each answers every
+        Intermediate checkpoints per model (default 4: after 20, 40, 60 and 80 % of the
+        steps, so the 16 models give 80 respondents; quick 9, so the 6 quick models give
+        60). Each answers every
         item like the final models; their rows follow the models' rows in
         ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and ``truth.json`` lists
         them. They are not registry models (not in ``models.yaml`` / ``scores.csv``).
@@ -1028,7 +1032,7 @@ def build_zoo_world(
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
     if n_checkpoints is None:
-        n_checkpoints = 9 if quick else 3
+        n_checkpoints = 9 if quick else 4
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
     models = train_zoo_models(

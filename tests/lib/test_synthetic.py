@@ -38,11 +38,15 @@ def test_world_folder_format(world: SyntheticWorld) -> None:
         assert items.columns == ["item_id", "text"] and items.height >= 60
         assert all(t.isascii() and t == t.lower() for t in items["text"])
         resp = pl.read_parquet(root / cat[b]["responses"])
-        assert resp["model"].to_list() == world.model_ids
+        # the registry models first, then item-only respondents (metabench needs hundreds)
+        ids = resp["model"].to_list()
+        m = len(world.model_ids)
+        assert ids[:m] == world.model_ids
+        assert len(ids) > m and all(i.startswith("respondent/") for i in ids[m:]) and len(set(ids)) == len(ids)
         assert resp.columns[1:] == items["item_id"].to_list()
         r = resp.drop("model").to_numpy()
         assert set(np.unique(r)) <= {0, 1}
-        np.testing.assert_allclose(scores[b].to_numpy(), 100 * r.mean(axis=1))
+        np.testing.assert_allclose(scores[b].to_numpy(), 100 * r[:m].mean(axis=1))
     # the catalog and registry parse with the project's own readers
     from sigmap_lib.catalog import read_catalog
     from sigmap_lib.registry import read_registry
