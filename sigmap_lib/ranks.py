@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -48,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib.atomic import atomic_dir
 from sigmap_lib.errors import SigmapInputError
 
 RANK_ENCODING = "doubled_zero_based_average_rank"
@@ -464,11 +464,7 @@ def build_rank_store(
     out = Path(out_dir)
     if out.exists() and not overwrite:
         raise SigmapInputError(f"rank store {out} exists and overwrite=False")
-    tmp = out.parent / f"{out.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
+    with atomic_dir(out) as tmp:
         z = zarr.create_array(
             store=str(tmp / "ranks.zarr"),
             shape=(d, m),
@@ -507,14 +503,4 @@ def build_rank_store(
             "bpb_sd": moments.sd.tolist(),
         }
         (tmp / "models.json").write_text(json.dumps(meta, indent=1))
-        if out.exists():
-            old = out.parent / f"{out.name}.old-{os.getpid()}"
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return RankStore.open(out)

@@ -60,6 +60,12 @@ def _peak_rss_mb() -> float:
     return round(kb / (1024 * 1024) if sys.platform == "darwin" else kb / 1024, 1)
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process (all threads): less load-dependent than wall."""
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
 def _loadavg() -> list[float] | None:
     try:
         return [round(v, 2) for v in os.getloadavg()]
@@ -165,6 +171,7 @@ def main(argv: list[str] | None = None) -> dict:
         "wall_s_pipeline": round(t_fit, 2),
         "wall_s_joint": round(t_joint, 2),
         "wall_s_total": round(time.perf_counter() - t0, 2),
+        "cpu_s": round(_cpu_seconds(), 1),
         "peak_rss_mb": _peak_rss_mb(),
         "loadavg_start": load_start,
         "loadavg_end": _loadavg(),

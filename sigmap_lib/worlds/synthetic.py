@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib.atomic import atomic_dir
 from sigmap_lib.errors import SigmapInputError
 
 FUNCTION_NAMES = ("math", "coding", "knowledge", "reasoning", "language", "commonsense")
@@ -290,10 +290,7 @@ def make_synthetic_world(
         items[names[b]] = texts
 
     # ---- write (atomically) -------------------------------------------------------------
-    tmp = out.parent / f"{out.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    try:
+    with atomic_dir(out) as tmp:
         for sub in ("corpus", "nll", "items", "responses"):
             (tmp / sub).mkdir(parents=True)
         n_docs = (d + DOC_WORDS - 1) // DOC_WORDS
@@ -387,16 +384,6 @@ def make_synthetic_world(
             },
         }
         (tmp / "truth.json").write_text(json.dumps(truth, indent=1))
-        if out.exists():
-            old = out.parent / f"{out.name}.old-{os.getpid()}"
-            out.rename(old)
-            tmp.rename(out)
-            shutil.rmtree(old)
-        else:
-            tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return SyntheticWorld.load(out)
 
 
