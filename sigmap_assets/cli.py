@@ -27,7 +27,11 @@ BENCHES = ("perplexity", "screening", "selection", "recovery", "overlap", "metab
 
 
 def _setup_env(storage: str | None) -> Path:
-    root = Path(storage or os.environ.get("SIGMAP_STORAGE") or Path.cwd() / "storage").expanduser().resolve()
+    root = (
+        Path(storage or os.environ.get("SIGMAP_STORAGE") or Path.cwd() / "storage")
+        .expanduser()
+        .resolve()
+    )
     root.mkdir(parents=True, exist_ok=True)
     os.environ["SIGMAP_STORAGE"] = str(root)
     if not os.environ.get("DAGSTER_HOME"):
@@ -70,7 +74,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     root = _setup_env(args.storage)
     if args.world:
         if args.world in ("zoo", "synthetic"):
-            write_project_config(str(root), world=args.world, world_path="", world_quick=bool(args.quick))
+            write_project_config(
+                str(root), world=args.world, world_path="", world_quick=bool(args.quick)
+            )
         else:
             path = Path(args.world).expanduser().resolve()
             write_project_config(str(root), world="folder", world_path=str(path), world_quick=False)
@@ -100,7 +106,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.name not in BENCHES:
-        print(f"sigmap bench: unknown benchmark {args.name!r}; choose from {', '.join(BENCHES)}", file=sys.stderr)
+        print(
+            f"sigmap bench: unknown benchmark {args.name!r}; choose from {', '.join(BENCHES)}",
+            file=sys.stderr,
+        )
         return 2
     module = importlib.import_module(f"sigmap_lib.bench.{args.name}")
     result = module.main(list(args.rest))
@@ -167,14 +176,18 @@ def cmd_dev(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="sigmap", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="sigmap", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     p.add_argument("--storage", help="storage root (default $SIGMAP_STORAGE or ./storage)")
     sub = p.add_subparsers(dest="command", required=True)
     d = sub.add_parser("demo", help="materialize the whole graph on the embedded world")
     d.add_argument("--world", help="zoo (default), synthetic, or a world folder (docs/FORMATS.md)")
     d.add_argument("--quick", action="store_true", help="a smaller zoo (for a fast look)")
     d.set_defaults(func=cmd_demo)
-    r = sub.add_parser("run", help="materialize everything missing or stale on the configured world")
+    r = sub.add_parser(
+        "run", help="materialize everything missing or stale on the configured world"
+    )
     r.set_defaults(func=cmd_demo, world=None, quick=False)
     b = sub.add_parser("bench", help="run a benchmark; prints one JSON line last")
     b.add_argument("name", help=", ".join(BENCHES))

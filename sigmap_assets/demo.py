@@ -45,7 +45,9 @@ STEPS: tuple[Step, ...] = (
     Step("items", ("benchmark_items",), partitions="benchmarks", estimate_s=5.0),
     Step("screening", ("screened_candidates",), partitions="benchmarks", estimate_s=10.0),
     Step("signatures", ("signatures",), partitions="benchmarks", estimate_s=30.0),
-    Step("overlap", ("performance_overlap", "semantic_overlap", "signature_overlap"), estimate_s=40.0),
+    Step(
+        "overlap", ("performance_overlap", "semantic_overlap", "signature_overlap"), estimate_s=40.0
+    ),
     Step("report", ("overlap_report",), estimate_s=60.0),
     Step("metabench pool", ("irt_item_pool",), partitions="benchmarks", estimate_s=20.0),
     Step("metabench fits", ("irt_fits",), partitions="benchmarks", estimate_s=60.0),
@@ -55,7 +57,7 @@ STEPS: tuple[Step, ...] = (
 
 
 def _fmt_s(seconds: float) -> str:
-    seconds = max(0, int(round(seconds)))
+    seconds = max(0, round(seconds))
     return f"{seconds // 60}:{seconds % 60:02d}"
 
 
@@ -69,26 +71,38 @@ class Progress:
 
     def line(self, stage: str, what: str) -> None:
         el = time.perf_counter() - self.t0
-        print(f"[{_fmt_s(el)} elapsed · ETA {_fmt_s(self.remaining)}] {stage:<20} {what}", file=self.stream, flush=True)
+        print(
+            f"[{_fmt_s(el)} elapsed · ETA {_fmt_s(self.remaining)}] {stage:<20} {what}",
+            file=self.stream,
+            flush=True,
+        )
 
     def consumed(self, estimate: float) -> None:
         self.remaining = max(0.0, self.remaining - estimate)
 
 
-def _latest_versions(instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str] | None) -> list[str]:
+def _latest_versions(
+    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str] | None
+) -> list[str]:
     if partitions is None:
         ev = instance.get_latest_materialization_event(key)
         if ev is None or ev.asset_materialization is None:
             return [f"{key.to_user_string()}:missing"]
-        return [f"{key.to_user_string()}:{ev.asset_materialization.tags.get('dagster/data_version', ev.run_id)}"]
+        return [
+            f"{key.to_user_string()}:{ev.asset_materialization.tags.get('dagster/data_version', ev.run_id)}"
+        ]
     out = []
     for p in partitions:
-        recs = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, asset_partitions=[p]), limit=1).records
+        recs = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, asset_partitions=[p]), limit=1
+        ).records
         if not recs or recs[0].asset_materialization is None:
             out.append(f"{key.to_user_string()}[{p}]:missing")
         else:
             tags = recs[0].asset_materialization.tags
-            out.append(f"{key.to_user_string()}[{p}]:{tags.get('dagster/data_version', recs[0].run_id)}")
+            out.append(
+                f"{key.to_user_string()}[{p}]:{tags.get('dagster/data_version', recs[0].run_id)}"
+            )
     return out
 
 
@@ -104,8 +118,14 @@ def failure_message(event) -> str:
 
 
 class DemoRunner:
-    def __init__(self, defs: dg.Definitions, instance: dg.DagsterInstance, state_path: Path,
-                 log: Callable[[str], None] | None = None, resources: dict | None = None) -> None:
+    def __init__(
+        self,
+        defs: dg.Definitions,
+        instance: dg.DagsterInstance,
+        state_path: Path,
+        log: Callable[[str], None] | None = None,
+        resources: dict | None = None,
+    ) -> None:
         self.defs = defs
         self.instance = instance
         self.state_path = state_path
@@ -136,22 +156,43 @@ class DemoRunner:
                 parts += _latest_versions(self.instance, parent, [partition])
             else:
                 parts += _latest_versions(self.instance, parent, self._partitions(pdef.name))
-        own = _latest_versions(self.instance, dg.AssetKey(asset), None if partition is None else [partition])
+        own = _latest_versions(
+            self.instance, dg.AssetKey(asset), None if partition is None else [partition]
+        )
         return hashlib.sha256("|".join(parts + own).encode()).hexdigest()[:20]
 
-    def _materialize(self, assets: Sequence[str], partition: str | None = None,
-                     prange: tuple[str, str] | None = None) -> float:
+    def _materialize(
+        self,
+        assets: Sequence[str],
+        partition: str | None = None,
+        prange: tuple[str, str] | None = None,
+    ) -> float:
         tags = {"sigmap/launched_by": "sigmap demo"}
         if prange:
-            tags |= {"dagster/asset_partition_range_start": prange[0], "dagster/asset_partition_range_end": prange[1]}
+            tags |= {
+                "dagster/asset_partition_range_start": prange[0],
+                "dagster/asset_partition_range_end": prange[1],
+            }
         t0 = time.perf_counter()
         result = dg.materialize(
-            self.assets, selection=list(assets), instance=self.instance, resources=self.resources,
-            partition_key=partition, tags=tags, run_config=QUIET_RUN_CONFIG, raise_on_error=False,
+            self.assets,
+            selection=list(assets),
+            instance=self.instance,
+            resources=self.resources,
+            partition_key=partition,
+            tags=tags,
+            run_config=QUIET_RUN_CONFIG,
+            raise_on_error=False,
         )
         if not result.success:
-            failures = [f"{ev.step_key}: {failure_message(ev)}" for ev in result.all_events if ev.is_step_failure]
-            raise RuntimeError(f"materializing {', '.join(assets)} failed:\n  " + "\n  ".join(failures))
+            failures = [
+                f"{ev.step_key}: {failure_message(ev)}"
+                for ev in result.all_events
+                if ev.is_step_failure
+            ]
+            raise RuntimeError(
+                f"materializing {', '.join(assets)} failed:\n  " + "\n  ".join(failures)
+            )
         return time.perf_counter() - t0
 
     # -- partitions ---------------------------------------------------------------------
@@ -175,17 +216,24 @@ class DemoRunner:
             return [s.key for s in read_registry(self.resources["world"].file("models.yaml"))]
         from sigmap_lib.catalog import benchmark_slug, read_catalog
 
-        return [benchmark_slug(n) for n in read_catalog(self.resources["world"].file("catalog.yaml"))]
+        return [
+            benchmark_slug(n) for n in read_catalog(self.resources["world"].file("catalog.yaml"))
+        ]
 
     # -- the run -----------------------------------------------------------------------
     def run(self, steps: Sequence[Step] = STEPS) -> dict:
         durations = self.state.get("durations", {})
-        estimate = sum(durations.get(s.stage, s.estimate_s * (16 if s.partitions == "models" else 1)) for s in steps)
+        estimate = sum(
+            durations.get(s.stage, s.estimate_s * (16 if s.partitions == "models" else 1))
+            for s in steps
+        )
         prog = Progress(estimate)
         summary = {"ran": [], "skipped": []}
         for i, step in enumerate(steps, 1):
             t_stage = time.perf_counter()
-            expected = durations.get(step.stage, step.estimate_s * (16 if step.partitions == "models" else 1))
+            expected = durations.get(
+                step.stage, step.estimate_s * (16 if step.partitions == "models" else 1)
+            )
             label = f"{i}/{len(steps)} {step.stage}"
             if step.partitions == "none":
                 sig = "|".join(self._signature(a, None) for a in step.assets)
@@ -205,7 +253,9 @@ class DemoRunner:
                 sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
                 todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
                 for j, k in enumerate(todo, 1):
-                    prog.line(label, f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} models)")
+                    prog.line(
+                        label, f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} models)"
+                    )
                     self._materialize(step.assets, partition=k)
                     sigs[k] = self._signature(step.assets[0], k)
                     self._save()
@@ -220,7 +270,10 @@ class DemoRunner:
                     prog.line(label, f"{step.assets[0]}: all {len(keys)} benchmarks up to date")
                     summary["skipped"].append(step.stage)
                 else:
-                    prog.line(label, f"{step.assets[0]} · {len(keys)} benchmarks in one run ({keys[0]}…{keys[-1]})")
+                    prog.line(
+                        label,
+                        f"{step.assets[0]} · {len(keys)} benchmarks in one run ({keys[0]}…{keys[-1]})",
+                    )
                     self._materialize(step.assets, prange=(keys[0], keys[-1]))
                     sigs[step.stage] = "|".join(self._signature(step.assets[0], k) for k in keys)
                     summary["ran"].append(step.stage)

@@ -18,15 +18,24 @@ def fmt(value: Any) -> str:
     return str(value)
 
 
-def md_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, max_rows: int = 30) -> str:
+def md_table(
+    rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, max_rows: int = 30
+) -> str:
     """A markdown table of ``rows`` (list of dicts), truncated to ``max_rows`` with a note."""
     rows = list(rows)
     if not rows:
         return "_(empty)_"
     cols = list(columns or rows[0].keys())
-    out = ["| " + " | ".join(str(c).replace("|", "\\|") for c in cols) + " |", "|" + "---|" * len(cols)]
+    out = [
+        "| " + " | ".join(str(c).replace("|", "\\|") for c in cols) + " |",
+        "|" + "---|" * len(cols),
+    ]
     for row in rows[:max_rows]:
-        out.append("| " + " | ".join(fmt(row.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in cols) + " |")
+        out.append(
+            "| "
+            + " | ".join(fmt(row.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in cols)
+            + " |"
+        )
     if len(rows) > max_rows:
         out.append(f"\n_… {len(rows) - max_rows} more rows not shown_")
     return "\n".join(out)
@@ -42,7 +51,11 @@ def frame_rows(df: Any) -> list[dict[str, Any]]:
 def image_md(path: str | Path, title: str = "") -> str:
     """Markdown that shows a PNG inline in the Dagster UI (embedded as a data URI)."""
     data = base64.b64encode(Path(path).read_bytes()).decode()
-    return f"**{title}**\n\n![{title}](data:image/png;base64,{data})" if title else f"![plot](data:image/png;base64,{data})"
+    return (
+        f"**{title}**\n\n![{title}](data:image/png;base64,{data})"
+        if title
+        else f"![plot](data:image/png;base64,{data})"
+    )
 
 
 def plot_metadata(paths: Mapping[str, str | Path]) -> dict[str, dg.MetadataValue]:

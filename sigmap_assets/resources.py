@@ -70,7 +70,9 @@ class SigmapStorage(dg.ConfigurableResource):
     def local_dir(self, *parts: str) -> Path:
         """A local directory under the root (created). Raises for remote roots."""
         if not self.is_local:
-            raise ValueError(f"storage root {self.root!r} is not local; {'/'.join(parts)} needs a local path")
+            raise ValueError(
+                f"storage root {self.root!r} is not local; {'/'.join(parts)} needs a local path"
+            )
         p = self.path(*parts)
         p.mkdir(parents=True, exist_ok=True)
         return p
@@ -135,7 +137,9 @@ class WorldResource(dg.ConfigurableResource):
         if cfg_path:
             return Path(cfg_path).expanduser().resolve()
         if kind == "folder":
-            raise ValueError("world kind 'folder' needs a path (WorldResource.path or world_path in sigmap.yaml)")
+            raise ValueError(
+                "world kind 'folder' needs a path (WorldResource.path or world_path in sigmap.yaml)"
+            )
         return Path(self.storage_root).expanduser().resolve() / "worlds" / kind
 
     def file(self, name: str) -> Path:

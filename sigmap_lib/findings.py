@@ -47,15 +47,17 @@ def domain_shares(
         for dom in domains.tolist():
             n = int((labels == dom).sum())
             share = n / units.size if units.size else float("nan")
-            rows.append({
-                "benchmark": bench,
-                "function": (functions or {}).get(bench, ""),
-                "domain": dom,
-                "units": n,
-                "share": share,
-                "corpus_share": corpus_share[dom],
-                "lift": share / corpus_share[dom] if corpus_share[dom] > 0 else float("nan"),
-            })
+            rows.append(
+                {
+                    "benchmark": bench,
+                    "function": (functions or {}).get(bench, ""),
+                    "domain": dom,
+                    "units": n,
+                    "share": share,
+                    "corpus_share": corpus_share[dom],
+                    "lift": share / corpus_share[dom] if corpus_share[dom] > 0 else float("nan"),
+                }
+            )
     return pl.DataFrame(rows)
 
 
@@ -76,6 +78,14 @@ def matching_domain_summary(shares, function_to_domain: Mapping[str, str]):
         if dom is None or dom not in sub["domain"].to_list():
             continue
         r = sub.filter(pl.col("domain") == dom).row(0, named=True)
-        rows.append({"benchmark": bench, "function": fn, "domain": dom, "signature_share": r["share"],
-                     "corpus_share": r["corpus_share"], "lift": r["lift"]})
+        rows.append(
+            {
+                "benchmark": bench,
+                "function": fn,
+                "domain": dom,
+                "signature_share": r["share"],
+                "corpus_share": r["corpus_share"],
+                "lift": r["lift"],
+            }
+        )
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"benchmark": pl.String})

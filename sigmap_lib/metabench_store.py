@@ -26,7 +26,9 @@ def _atomic_dir(dest: Path, write: Callable[[Path], None]) -> Path:
 
 def _need(path: Path, what: str) -> Path:
     if not path.exists():
-        raise SigmapInputError(f"{what}: {path} is missing (materialize the upstream metabench stage first)")
+        raise SigmapInputError(
+            f"{what}: {path} is missing (materialize the upstream metabench stage first)"
+        )
     return path
 
 
@@ -36,9 +38,15 @@ def save_item_pool(pool, path: str | os.PathLike) -> Path:
     def write(tmp: Path) -> None:
         pool.item_stats.to_parquet(tmp / "item_stats.parquet")
         pool.roles.rename("role").to_frame().to_parquet(tmp / "roles.parquet")
-        (tmp / "pool.json").write_text(json.dumps({
-            "benchmark": pool.benchmark, "pool_items": list(pool.pool_items),
-            "subsample_rmse": float(pool.subsample_rmse)}))
+        (tmp / "pool.json").write_text(
+            json.dumps(
+                {
+                    "benchmark": pool.benchmark,
+                    "pool_items": list(pool.pool_items),
+                    "subsample_rmse": float(pool.subsample_rmse),
+                }
+            )
+        )
 
     return _atomic_dir(Path(path), write)
 
@@ -49,8 +57,13 @@ def load_item_pool(path: str | os.PathLike):
     p = Path(path)
     meta = json.loads(_need(p / "pool.json", "item pool").read_text())
     roles = pd.read_parquet(p / "roles.parquet")["role"]
-    return ItemPool(benchmark=meta["benchmark"], item_stats=pd.read_parquet(p / "item_stats.parquet"),
-                    pool_items=list(meta["pool_items"]), roles=roles, subsample_rmse=float(meta["subsample_rmse"]))
+    return ItemPool(
+        benchmark=meta["benchmark"],
+        item_stats=pd.read_parquet(p / "item_stats.parquet"),
+        pool_items=list(meta["pool_items"]),
+        roles=roles,
+        subsample_rmse=float(meta["subsample_rmse"]),
+    )
 
 
 def save_pool_irt(pirt, path: str | os.PathLike) -> Path:
@@ -65,7 +78,9 @@ def save_pool_irt(pirt, path: str | os.PathLike) -> Path:
             th.to_parquet(tmp / f"thetas_{i}.parquet")
             names[f"thetas_{i}"] = key
         pirt.cv.to_parquet(tmp / "cv.parquet")
-        (tmp / "pool_irt.json").write_text(json.dumps({"benchmark": pirt.benchmark, "files": names}))
+        (tmp / "pool_irt.json").write_text(
+            json.dumps({"benchmark": pirt.benchmark, "files": names})
+        )
 
     return _atomic_dir(Path(path), write)
 
@@ -79,14 +94,21 @@ def load_pool_irt(path: str | os.PathLike):
     for stem, key in meta["files"].items():
         frame = pd.read_parquet(p / f"{stem}.parquet")
         (params if stem.startswith("params_") else thetas)[key] = frame
-    return PoolIrt(benchmark=meta["benchmark"], params=params, thetas=thetas, cv=pd.read_parquet(p / "cv.parquet"))
+    return PoolIrt(
+        benchmark=meta["benchmark"],
+        params=params,
+        thetas=thetas,
+        cv=pd.read_parquet(p / "cv.parquet"),
+    )
 
 
 def save_benchmark_fit(fit, split: pd.Series, config, path: str | os.PathLike) -> Path:
     """Store a :class:`sigmap_lib.metabench.BenchmarkFit` (as a one-benchmark MetabenchFit)."""
     from sigmap_lib.metabench import MetabenchFit
 
-    return MetabenchFit(config=config, seed=0, split=split, benchmarks={fit.benchmark: fit}, joint=None).save(path)
+    return MetabenchFit(
+        config=config, seed=0, split=split, benchmarks={fit.benchmark: fit}, joint=None
+    ).save(path)
 
 
 def load_benchmark_fit(path: str | os.PathLike):

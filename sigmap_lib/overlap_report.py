@@ -43,36 +43,64 @@ def _claims(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
         parts = []
         for level, res in results.items():
             t = res[by]
-            parts.append(f"{level}: r_rb={_fmt(t['rank_biserial'])}, p={_fmt(t['p'])} "
-                         f"(same {_fmt(t['median_same'])} vs cross {_fmt(t['median_cross'])})")
+            parts.append(
+                f"{level}: r_rb={_fmt(t['rank_biserial'])}, p={_fmt(t['p'])} "
+                f"(same {_fmt(t['median_same'])} vs cross {_fmt(t['median_cross'])})"
+            )
         lines.append(f"- Same-{by} vs cross-{by} (Mann–Whitney): " + "; ".join(parts) + ".")
     perf, sig = results.get("performance"), results.get("signature")
     if perf and sig:
-        conf_perf = any(perf[b]["p"] < 0.05 and perf[b]["rank_biserial"] > 0 for b in ("format", "family"))
-        conf_sig = any(sig[b]["p"] < 0.05 and sig[b]["rank_biserial"] > 0 for b in ("format", "family"))
+        conf_perf = any(
+            perf[b]["p"] < 0.05 and perf[b]["rank_biserial"] > 0 for b in ("format", "family")
+        )
+        conf_sig = any(
+            sig[b]["p"] < 0.05 and sig[b]["rank_biserial"] > 0 for b in ("format", "family")
+        )
         verdict = {
-            (True, False): "holds here: the performance level is inflated by shared format/family, the signature level is not",
-            (True, True): "does not hold here: both the performance and the signature level are inflated by shared format/family",
-            (False, False): "cannot be confirmed here: neither level shows a significant format/family inflation",
-            (False, True): "is reversed here: the signature level shows a format/family inflation the performance level does not",
+            (
+                True,
+                False,
+            ): "holds here: the performance level is inflated by shared format/family, the signature level is not",
+            (
+                True,
+                True,
+            ): "does not hold here: both the performance and the signature level are inflated by shared format/family",
+            (
+                False,
+                False,
+            ): "cannot be confirmed here: neither level shows a significant format/family inflation",
+            (
+                False,
+                True,
+            ): "is reversed here: the signature level shows a format/family inflation the performance level does not",
         }[(conf_perf, conf_sig)]
-        lines.append(f"- The paper's confound claim {verdict} (α = 0.05, one-sided reading of two-sided tests).")
+        lines.append(
+            f"- The paper's confound claim {verdict} (α = 0.05, one-sided reading of two-sided tests)."
+        )
     sem = results.get("semantic")
     if sem:
         s = sem["spread"]
-        lines.append(f"- Semantic overlaps: {100 * s['frac_in_band']:.0f}% of pairs in 0.1–0.4 "
-                     f"(median {_fmt(s['median'])}, IQR {_fmt(s['iqr'])}).")
+        lines.append(
+            f"- Semantic overlaps: {100 * s['frac_in_band']:.0f}% of pairs in 0.1–0.4 "
+            f"(median {_fmt(s['median'])}, IQR {_fmt(s['iqr'])})."
+        )
     if perf:
         s = perf["spread"]
-        lines.append(f"- Performance overlaps: median {_fmt(s['median'])}, IQR {_fmt(s['iqr'])}, "
-                     f"{100 * s['frac_above_05']:.0f}% of pairs above 0.5.")
+        lines.append(
+            f"- Performance overlaps: median {_fmt(s['median'])}, IQR {_fmt(s['iqr'])}, "
+            f"{100 * s['frac_above_05']:.0f}% of pairs above 0.5."
+        )
     if sig:
         s = sig["spread"]
-        lines.append(f"- Signature overlaps: median {_fmt(s['median'])}, IQR {_fmt(s['iqr'])}, "
-                     f"sd {_fmt(s['sd'])} — the spread is the discriminability of the level.")
+        lines.append(
+            f"- Signature overlaps: median {_fmt(s['median'])}, IQR {_fmt(s['iqr'])}, "
+            f"sd {_fmt(s['sd'])} — the spread is the discriminability of the level."
+        )
     for level, res in results.items():
         f = res["function"]
-        lines.append(f"- {level}: within-function mean {_fmt(f['within_mean'])} vs cross-function {_fmt(f['cross_mean'])}.")
+        lines.append(
+            f"- {level}: within-function mean {_fmt(f['within_mean'])} vs cross-function {_fmt(f['cross_mean'])}."
+        )
     return lines
 
 
@@ -114,50 +142,101 @@ def build_overlap_report(
     claims = _claims(results)
     sections = [Section("Findings", "\n".join(claims))]
     summary: dict[str, Any] = {"claims": claims, "levels": {}}
-    dist = level_distributions({lv: levels[lv] for lv in results}, plots_dir / "overlap_levels.png",
-                               title="Off-diagonal overlap values per level")
-    sections.append(Section("The three levels side by side", "Distribution of the off-diagonal values.",
-                            images=[("levels", dist)]))
+    dist = level_distributions(
+        {lv: levels[lv] for lv in results},
+        plots_dir / "overlap_levels.png",
+        title="Off-diagonal overlap values per level",
+    )
+    sections.append(
+        Section(
+            "The three levels side by side",
+            "Distribution of the off-diagonal values.",
+            images=[("levels", dist)],
+        )
+    )
     for lv, res in results.items():
         m = levels[lv]
         hm = heatmap(m, plots_dir / f"report_{lv}_heatmap.png", title=f"{lv} overlap (clustered)")
         images = [(f"{lv} heatmap", hm)]
         if len(m.labels) > 2:
-            images.append((f"{lv} dendrogram", dendrogram(m, plots_dir / f"report_{lv}_dendrogram.png", title=f"{lv}: average linkage on 1 − overlap")))
-        tests = pl.DataFrame([{k: v for k, v in res[by].items() if not isinstance(v, (list, dict))} | {"by": by}
-                              for by in ("family", "format")])
+            images.append(
+                (
+                    f"{lv} dendrogram",
+                    dendrogram(
+                        m,
+                        plots_dir / f"report_{lv}_dendrogram.png",
+                        title=f"{lv}: average linkage on 1 − overlap",
+                    ),
+                )
+            )
+        tests = pl.DataFrame(
+            [
+                {k: v for k, v in res[by].items() if not isinstance(v, (list, dict))} | {"by": by}
+                for by in ("family", "format")
+            ]
+        )
         fm = res["function"]
         spread_df = pl.DataFrame([{k: v for k, v in res["spread"].items()}])
-        text = (f"Within-function mean **{_fmt(fm['within_mean'])}** ({fm['n_within']} pairs) vs cross-function "
-                f"**{_fmt(fm['cross_mean'])}** ({fm['n_cross']} pairs).")
-        sections.append(Section(f"{lv.capitalize()} level", text,
-                                tables=[("Mann–Whitney: same vs cross group", tests),
-                                        ("function × function mean overlap", fm["frame"]),
-                                        ("spread of off-diagonal values", spread_df)],
-                                images=images))
+        text = (
+            f"Within-function mean **{_fmt(fm['within_mean'])}** ({fm['n_within']} pairs) vs cross-function "
+            f"**{_fmt(fm['cross_mean'])}** ({fm['n_cross']} pairs)."
+        )
+        sections.append(
+            Section(
+                f"{lv.capitalize()} level",
+                text,
+                tables=[
+                    ("Mann–Whitney: same vs cross group", tests),
+                    ("function × function mean overlap", fm["frame"]),
+                    ("spread of off-diagonal values", spread_df),
+                ],
+                images=images,
+            )
+        )
         summary["levels"][lv] = {
             "family": {k: v for k, v in res["family"].items() if not isinstance(v, (list, dict))},
             "format": {k: v for k, v in res["format"].items() if not isinstance(v, (list, dict))},
-            "within_function_mean": fm["within_mean"], "cross_function_mean": fm["cross_mean"],
+            "within_function_mean": fm["within_mean"],
+            "cross_function_mean": fm["cross_mean"],
             "spread": res["spread"],
-            "cluster_order": list(res["cluster"].order) if res["cluster"] is not None else list(m.labels),
+            "cluster_order": list(res["cluster"].order)
+            if res["cluster"] is not None
+            else list(m.labels),
         }
     if robustness:
-        rows = [{"variant": v.name, "what": v.description, "agreement (Spearman of off-diagonal)": v.agreement,
-                 "pairs": v.n_pairs} for v in robustness]
+        rows = [
+            {
+                "variant": v.name,
+                "what": v.description,
+                "agreement (Spearman of off-diagonal)": v.agreement,
+                "pairs": v.n_pairs,
+            }
+            for v in robustness
+        ]
         summary["robustness"] = rows
-        sections.append(Section("Robustness of the signature level",
-                                "Each variant recomputes the signature-level matrix; agreement = Spearman correlation "
-                                "of its off-diagonal values with the main matrix.",
-                                tables=[("variants", pl.DataFrame(rows))]))
+        sections.append(
+            Section(
+                "Robustness of the signature level",
+                "Each variant recomputes the signature-level matrix; agreement = Spearman correlation "
+                "of its off-diagonal values with the main matrix.",
+                tables=[("variants", pl.DataFrame(rows))],
+            )
+        )
     if alignment is not None:
         per_b = alignment["per_benchmark"]
         per_f = alignment.get("per_function")
         summary["alignment"] = per_f.to_dicts() if per_f is not None else per_b.to_dicts()
-        tables = [("per benchmark", per_b)] + ([("per function", per_f)] if per_f is not None else [])
-        sections.append(Section("Signature–content alignment",
-                                "Cosine between the mean embedding of a signature's units in their left context and "
-                                "the mean embedding of the benchmark's questions (the paper: only knowledge benchmarks "
-                                "reach about 0.4).", tables=tables))
+        tables = [("per benchmark", per_b)] + (
+            [("per function", per_f)] if per_f is not None else []
+        )
+        sections.append(
+            Section(
+                "Signature–content alignment",
+                "Cosine between the mean embedding of a signature's units in their left context and "
+                "the mean embedding of the benchmark's questions (the paper: only knowledge benchmarks "
+                "reach about 0.4).",
+                tables=tables,
+            )
+        )
     sections.extend(extra_sections)
     return sections, summary

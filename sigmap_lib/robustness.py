@@ -38,7 +38,9 @@ def _read_columns(nll_arrays: Sequence[Any], lo: int, hi: int) -> np.ndarray:
     return np.stack([np.asarray(a[lo:hi], dtype=np.float32) for a in nll_arrays], axis=1)
 
 
-def _overlap(signatures, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models: np.ndarray | None = None):
+def _overlap(
+    signatures, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models: np.ndarray | None = None
+):
     from sigmap_lib.overlap import signature_overlap
     from sigmap_lib.signature import gather_units
 
@@ -49,7 +51,9 @@ def _overlap(signatures, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models: np.n
     def read(units: np.ndarray) -> np.ndarray:
         return gather_units(arrays, units).T
 
-    return signature_overlap(signatures, nll=read, unit_nbytes=unit_nbytes, bpb_mean=mean, bpb_sd=sd)
+    return signature_overlap(
+        signatures, nll=read, unit_nbytes=unit_nbytes, bpb_mean=mean, bpb_sd=sd
+    )
 
 
 def signature_robustness(
@@ -126,25 +130,43 @@ def signature_robustness(
     # 1. the other screening statistic
     other = "preselect" if base.get("statistic", "thrush") == "thrush" else "thrush"
     sigs = run(all_values, y, statistic=other)
-    add(f"screening={other}", f"{other} instead of {base.get('statistic', 'thrush')} screening", sigs,
-        _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd))
+    add(
+        f"screening={other}",
+        f"{other} instead of {base.get('statistic', 'thrush')} screening",
+        sigs,
+        _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
+    )
     # 2. each half of the corpus
     for name, lo, hi in (("corpus half 1", 0, split), ("corpus half 2", split, d)):
         sigs = run(all_values[lo:hi], y, offset=lo)
-        add(name, f"units {lo:,}–{hi:,} only", sigs, _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd))
+        add(
+            name,
+            f"units {lo:,}–{hi:,} only",
+            sigs,
+            _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
+        )
     # 3. random subsets of models
-    size = max(5, int(round(subset_fraction * m)))
+    size = max(5, round(subset_fraction * m))
     if size < m:
         for i in range(n_model_subsets):
             models = np.sort(rng.choice(m, size=size, replace=False))
             sigs = run(all_values[:, models], y[models])
-            add(f"models subset {i + 1}", f"{size} of {m} models", sigs,
-                _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models=models), models=models.tolist())
+            add(
+                f"models subset {i + 1}",
+                f"{size} of {m} models",
+                sigs,
+                _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models=models),
+                models=models.tolist(),
+            )
     # 4. other criteria
     for crit in criteria:
         if crit == base.get("criterion", "aic"):
             continue
         sigs = run(all_values, y, criterion=crit)
-        add(f"criterion={crit}", f"{crit} instead of {base.get('criterion', 'aic')}", sigs,
-            _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd))
+        add(
+            f"criterion={crit}",
+            f"{crit} instead of {base.get('criterion', 'aic')}",
+            sigs,
+            _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
+        )
     return out

@@ -53,9 +53,13 @@ def compare_fit(shared_data: str | Path, stem: str, *, max_iter: int = 1000) -> 
     items = pd.read_parquet(items_path)
     thetas = pd.read_parquet(irt_dir / f"{stem}_thetas.parquet")
     summary = pd.read_csv(irt_dir / "fits_summary.csv")
-    row = summary[(summary["benchmark"] == bm) & (summary["version"] == ver) & (summary["irt_model"] == model)]
+    row = summary[
+        (summary["benchmark"] == bm) & (summary["version"] == ver) & (summary["irt_model"] == model)
+    ]
     method = str(row["theta_method"].iloc[0]) if len(row) else "MAP"
-    x = pd.read_parquet(root / "item_responses" / f"metabench_{bm}_{ver}_train.parquet").set_index("model")
+    x = pd.read_parquet(root / "item_responses" / f"metabench_{bm}_{ver}_train.parquet").set_index(
+        "model"
+    )
     x = x[items["item_key"]]
     t0 = time.perf_counter()
     fit = fit_irt(x, model, max_iter=max_iter)
@@ -82,7 +86,9 @@ def compare_fit(shared_data: str | Path, stem: str, *, max_iter: int = 1000) -> 
     }
 
 
-def real_data_validation(shared_data: str | Path, stems: tuple[str, ...] = DEFAULT_STEMS) -> dict[str, Any]:
+def real_data_validation(
+    shared_data: str | Path, stems: tuple[str, ...] = DEFAULT_STEMS
+) -> dict[str, Any]:
     """:func:`compare_fit` for several stored fits (default: the 2PL/3PL ones; 4PL EM is slow)."""
     results = [compare_fit(shared_data, s) for s in stems]
     return {

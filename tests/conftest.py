@@ -8,7 +8,9 @@ from sigmap_lib.paths import shared_data_dir
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "slow: takes more than ~20 s (run by CI, skip with -m 'not slow')")
+    config.addinivalue_line(
+        "markers", "slow: takes more than ~20 s (run by CI, skip with -m 'not slow')"
+    )
     config.addinivalue_line("markers", "realdata: needs ../shared/data (skips when absent)")
     config.addinivalue_line("markers", "browser: drives Chromium through Playwright")
     config.addinivalue_line("markers", "postgres: needs a PostgreSQL server (SIGMAP_TEST_PG_URL)")
@@ -19,5 +21,7 @@ def shared_data() -> Path:
     """Path to ``../shared/data``; skips the test with a clear message when absent."""
     path = shared_data_dir()
     if not path.exists():
-        pytest.skip(f"real data folder {path} is absent (set SIGMAP_SHARED_DATA to point at shared/data)")
+        pytest.skip(
+            f"real data folder {path} is absent (set SIGMAP_SHARED_DATA to point at shared/data)"
+        )
     return path

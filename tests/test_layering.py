@@ -35,11 +35,13 @@ LIB_MODULES = [
 @pytest.mark.parametrize("module", LIB_MODULES)
 def test_lib_never_imports_dagster_or_torch_at_import(module: str) -> None:
     code = (
-        "import importlib, sys; importlib.import_module(%r); "
+        f"import importlib, sys; importlib.import_module({module!r}); "
         "bad = [m for m in ('dagster', 'torch', 'transformers', 'mirt') if m in sys.modules]; "
-        "print(','.join(bad))" % module
+        "print(','.join(bad))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = [m for m in out.stdout.strip().split(",") if m]
     assert "dagster" not in loaded, f"{module} imports dagster"
-    assert not loaded, f"importing {module} pulls in heavy modules {loaded}; import them inside functions"
+    assert not loaded, (
+        f"importing {module} pulls in heavy modules {loaded}; import them inside functions"
+    )

@@ -1,4 +1,3 @@
-
 import dagster as dg
 
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource

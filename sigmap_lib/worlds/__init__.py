@@ -32,7 +32,7 @@ class WorldLayout:
     fingerprint: str = ""
 
 
-def _file_digest(path: Path, h: "hashlib._Hash") -> None:
+def _file_digest(path: Path, h: hashlib._Hash) -> None:
     h.update(str(path.name).encode())
     with path.open("rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -67,14 +67,15 @@ def check_world(root: str | Path) -> WorldLayout:
             f"world folder {root} is missing {', '.join(missing)} (expected layout: docs/FORMATS.md)"
         )
     corpus = root / "corpus"
-    files = tuple(sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in CORPUS_SUFFIXES))
+    files = tuple(
+        sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in CORPUS_SUFFIXES)
+    )
     if not files:
-        raise SigmapInputError(
-            f"corpus folder {corpus} holds no .txt, .jsonl or .parquet files"
-        )
+        raise SigmapInputError(f"corpus folder {corpus} holds no .txt, .jsonl or .parquet files")
     h = hashlib.sha256()
     every = sorted(
-        p for p in root.rglob("*")
+        p
+        for p in root.rglob("*")
         if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
     )
     for p in every:

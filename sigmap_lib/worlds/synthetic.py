@@ -227,7 +227,9 @@ def make_synthetic_world(
     n_r = int(n_respondents)
     resp_ids = [f"respondent/{MODEL_FAMILIES[i % len(MODEL_FAMILIES)]}-{i:04d}" for i in range(n_r)]
     r_fam = np.arange(n_r) % len(MODEL_FAMILIES)
-    r_ability = RHO * rr.standard_normal(n_r)[:, None] + np.sqrt(1 - RHO**2) * rr.standard_normal((n_r, nf))
+    r_ability = RHO * rr.standard_normal(n_r)[:, None] + np.sqrt(1 - RHO**2) * rr.standard_normal(
+        (n_r, nf)
+    )
     r_mc = rr.standard_normal(n_r)
     r_responses = np.empty((nb, n_r, n_items), dtype=np.int8)
     for b in range(nb):
@@ -329,7 +331,9 @@ def make_synthetic_world(
         # paper's λ = 0.005 per item would keep almost every item (the full score is an
         # exact function of all of them), so the penalty is scaled up.
         (tmp / "settings.yaml").write_text(
-            yaml.safe_dump({"metabench": {"lam": 0.05, "n_quant": min(50, n_items)}}, sort_keys=False)
+            yaml.safe_dump(
+                {"metabench": {"lam": 0.05, "n_quant": min(50, n_items)}}, sort_keys=False
+            )
         )
         pl.DataFrame({"model": model_ids, **{names[b]: scores[:, b] for b in range(nb)}}).write_csv(
             tmp / "scores.csv"

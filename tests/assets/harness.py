@@ -30,23 +30,42 @@ class Project:
     def resources(self) -> dict:
         return {"storage": self.storage, "world": self.world, "compute": ComputeResource(threads=1)}
 
-    def materialize(self, selection: Sequence[str], *, partition: str | None = None,
-                    prange: tuple[str, str] | None = None, raise_on_error: bool = True,
-                    run_config: dict | None = None) -> dg.ExecuteInProcessResult:
+    def materialize(
+        self,
+        selection: Sequence[str],
+        *,
+        partition: str | None = None,
+        prange: tuple[str, str] | None = None,
+        raise_on_error: bool = True,
+        run_config: dict | None = None,
+    ) -> dg.ExecuteInProcessResult:
         tags = {}
         if prange:
-            tags = {"dagster/asset_partition_range_start": prange[0], "dagster/asset_partition_range_end": prange[1]}
+            tags = {
+                "dagster/asset_partition_range_start": prange[0],
+                "dagster/asset_partition_range_end": prange[1],
+            }
         checks = [c for c in self.defs.asset_checks or []]
         return dg.materialize(
-            [*self.assets, *checks], selection=list(selection), instance=self.instance, resources=self.resources,
-            partition_key=partition, tags=tags, run_config=(run_config or {}) | QUIET, raise_on_error=raise_on_error,
+            [*self.assets, *checks],
+            selection=list(selection),
+            instance=self.instance,
+            resources=self.resources,
+            partition_key=partition,
+            tags=tags,
+            run_config=(run_config or {}) | QUIET,
+            raise_on_error=raise_on_error,
         )
 
     def sync(self) -> None:
         from sigmap_assets.demo import DemoRunner
 
-        DemoRunner(self.defs, self.instance, Path(self.storage.root) / ".sigmap" / "steps.json",
-                   resources=self.resources).sync_partitions()
+        DemoRunner(
+            self.defs,
+            self.instance,
+            Path(self.storage.root) / ".sigmap" / "steps.json",
+            resources=self.resources,
+        ).sync_partitions()
 
     def keys(self, name: str) -> list[str]:
         return list(self.instance.get_dynamic_partitions(name))
@@ -54,23 +73,58 @@ class Project:
     def through(self, stage: str) -> None:
         """Materialize everything up to and including ``stage`` (world, corpus, registry,
         scores, nll, ranks, items, screening, signatures, overlap, report)."""
-        order = ["world", "corpus", "registry", "scores", "nll", "ranks", "items", "screening", "signatures", "overlap", "report"]
+        order = [
+            "world",
+            "corpus",
+            "registry",
+            "scores",
+            "nll",
+            "ranks",
+            "items",
+            "screening",
+            "signatures",
+            "overlap",
+            "report",
+        ]
         todo = order[: order.index(stage) + 1]
         steps = {
             "world": lambda: self.materialize(["model_zoo"]),
             "corpus": lambda: self.materialize(["corpus_manifest", "corpus_units"]),
-            "registry": lambda: (self.materialize(["model_registry", "benchmark_catalog"]), self.sync()),
+            "registry": lambda: (
+                self.materialize(["model_registry", "benchmark_catalog"]),
+                self.sync(),
+            ),
             "scores": lambda: self.materialize(["benchmark_scores"]),
-            "nll": lambda: [self.materialize(["token_nll"], partition=k) for k in self.keys("models")],
+            "nll": lambda: [
+                self.materialize(["token_nll"], partition=k) for k in self.keys("models")
+            ],
             "ranks": lambda: self.materialize(["nll_ranks"]),
             "items": lambda: self.materialize(["benchmark_items"], prange=self._brange()),
             "screening": lambda: self.materialize(["screened_candidates"], prange=self._brange()),
-            "signatures": lambda: self.materialize(["signatures"], prange=self._brange(),
-                                                   run_config={"ops": {"signatures": {"config": {"n_bootstrap": 5, "n_permutations": 3, "loo": False}}}}),
-            "overlap": lambda: self.materialize(["performance_overlap", "semantic_overlap", "signature_overlap"],
-                                                run_config={"ops": {"signature_overlap": {"config": {"n_permutations": 3, "n_bootstrap": 50}},
-                                                                    "semantic_overlap": {"config": {"T": 50}}}}),
-            "report": lambda: self.materialize(["overlap_report"], run_config={"ops": {"overlap_report": {"config": {"n_model_subsets": 1}}}}),
+            "signatures": lambda: self.materialize(
+                ["signatures"],
+                prange=self._brange(),
+                run_config={
+                    "ops": {
+                        "signatures": {
+                            "config": {"n_bootstrap": 5, "n_permutations": 3, "loo": False}
+                        }
+                    }
+                },
+            ),
+            "overlap": lambda: self.materialize(
+                ["performance_overlap", "semantic_overlap", "signature_overlap"],
+                run_config={
+                    "ops": {
+                        "signature_overlap": {"config": {"n_permutations": 3, "n_bootstrap": 50}},
+                        "semantic_overlap": {"config": {"T": 50}},
+                    }
+                },
+            ),
+            "report": lambda: self.materialize(
+                ["overlap_report"],
+                run_config={"ops": {"overlap_report": {"config": {"n_model_subsets": 1}}}},
+            ),
         }
         for s in todo:
             steps[s]()
@@ -89,6 +143,14 @@ def make_project(tmp_path: Path, world_dir: Path, instance: dg.DagsterInstance) 
 def small_synthetic_world(root: Path) -> Path:
     from sigmap_lib.worlds.synthetic import make_synthetic_world
 
-    make_synthetic_world(root, n_models=12, n_units=3000, n_functions=3, n_benchmarks=6, planted_per_function=3,
-                         n_items=30, seed=1)
+    make_synthetic_world(
+        root,
+        n_models=12,
+        n_units=3000,
+        n_functions=3,
+        n_benchmarks=6,
+        planted_per_function=3,
+        n_items=30,
+        seed=1,
+    )
     return root

@@ -24,10 +24,14 @@ def graph_snapshot() -> dict:
         node = graph.get(key)
         assets[key.to_user_string()] = {
             "group": node.group_name,
-            "partitions": node.partitions_def.name if isinstance(node.partitions_def, dg.DynamicPartitionsDefinition) else None,
+            "partitions": node.partitions_def.name
+            if isinstance(node.partitions_def, dg.DynamicPartitionsDefinition)
+            else None,
             "deps": sorted(k.to_user_string() for k in node.parent_keys),
             "checks": sorted(c.name for c in node.check_keys),
-            "automation": node.automation_condition.get_label() if node.automation_condition else None,
+            "automation": node.automation_condition.get_label()
+            if node.automation_condition
+            else None,
         }
     return {
         "assets": assets,
@@ -53,7 +57,11 @@ def test_dagster_definitions_validate(tmp_path: Path) -> None:
     exe = Path(sys.executable).with_name("dagster")
     out = subprocess.run(
         [str(exe), "definitions", "validate", "-w", "workspace.yaml"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=180,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert out.returncode == 0, out.stdout + out.stderr
 
@@ -61,9 +69,13 @@ def test_dagster_definitions_validate(tmp_path: Path) -> None:
 def test_dg_check_defs(tmp_path: Path) -> None:
     env = {**os.environ, "DAGSTER_HOME": str(tmp_path), "SIGMAP_STORAGE": str(tmp_path / "storage")}
     exe = Path(sys.executable).with_name("dg")
-    out = subprocess.run([str(exe), "check", "defs"], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    out = subprocess.run(
+        [str(exe), "check", "defs"], cwd=REPO, env=env, capture_output=True, text=True, timeout=180
+    )
     assert out.returncode == 0, out.stdout + out.stderr
-    out = subprocess.run([str(exe), "list", "defs"], cwd=REPO, env=env, capture_output=True, text=True, timeout=180)
+    out = subprocess.run(
+        [str(exe), "list", "defs"], cwd=REPO, env=env, capture_output=True, text=True, timeout=180
+    )
     assert out.returncode == 0, out.stdout + out.stderr
     assert "token_nll" in out.stdout
 
@@ -74,6 +86,8 @@ def test_token_nll_runs_on_the_gpu_pool_with_k8s_tags() -> None:
     op = assets_def.op
     assert op.pool == "gpu"
     tag = op.tags["dagster-k8s/config"]
-    limits = (json.loads(tag) if isinstance(tag, str) else tag)["container_config"]["resources"]["limits"]
+    limits = (json.loads(tag) if isinstance(tag, str) else tag)["container_config"]["resources"][
+        "limits"
+    ]
     assert limits["nvidia.com/gpu"] == "1"
     assert assets_def.backfill_policy == dg.BackfillPolicy.multi_run(1)

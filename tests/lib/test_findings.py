@@ -14,7 +14,9 @@ def test_domain_shares_match_brute_force_counts() -> None:
     out = domain_shares(sigs, unit_domain, {"b1": "code", "b2": "arithmetic"})
     for bench, units in sigs.items():
         for dom in domains:
-            row = out.filter((pl.col("benchmark") == bench) & (pl.col("domain") == dom)).row(0, named=True)
+            row = out.filter((pl.col("benchmark") == bench) & (pl.col("domain") == dom)).row(
+                0, named=True
+            )
             n = sum(1 for u in units if unit_domain[u] == dom)
             corpus = sum(1 for d in unit_domain if d == dom) / len(unit_domain)
             assert row["units"] == n

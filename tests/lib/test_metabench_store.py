@@ -11,16 +11,24 @@ from sigmap_lib.metabench_store import load_item_pool, load_pool_irt, save_item_
 
 def test_item_pool_and_pool_irt_round_trip(tmp_path) -> None:
     rng = np.random.default_rng(0)
-    stats = pd.DataFrame({"sd": rng.random(5), "disc": rng.random(5)}, index=[f"i{j}" for j in range(5)])
+    stats = pd.DataFrame(
+        {"sd": rng.random(5), "disc": rng.random(5)}, index=[f"i{j}" for j in range(5)]
+    )
     roles = pd.Series(["train", "val", "test"], index=["m1", "m2", "m3"], name="role")
     pool = ItemPool("bench", stats, ["i0", "i3"], roles, 1.25)
     save_item_pool(pool, tmp_path / "pool")
     back = load_item_pool(tmp_path / "pool")
     pd.testing.assert_frame_equal(back.item_stats, stats)
     pd.testing.assert_series_equal(back.roles, roles, check_names=False)
-    assert back.pool_items == ["i0", "i3"] and back.subsample_rmse == 1.25 and back.benchmark == "bench"
+    assert (
+        back.pool_items == ["i0", "i3"]
+        and back.subsample_rmse == 1.25
+        and back.benchmark == "bench"
+    )
 
-    params = pd.DataFrame({"a1": [1.0, 2.0], "d": [0.1, -0.3], "g": [0.0, 0.0], "u": [1.0, 1.0]}, index=["i0", "i3"])
+    params = pd.DataFrame(
+        {"a1": [1.0, 2.0], "d": [0.1, -0.3], "g": [0.0, 0.0], "u": [1.0, 1.0]}, index=["i0", "i3"]
+    )
     th = pd.DataFrame({"theta": [0.1, -1.0], "se": [0.3, 0.4]}, index=["m1", "m2"])
     cv = pd.DataFrame({"irt_model": ["2PL"], "theta_method": ["MAP"], "val_rmse": [2.0]})
     pirt = PoolIrt("bench", {"2PL": params, "3PL": params * 2}, {"2PL/MAP": th}, cv)

@@ -20,9 +20,17 @@ def _random_matrix(labels, rng, shift=None):
 def test_level_analyses_match_scipy_and_report_renders(tmp_path) -> None:
     rng = np.random.default_rng(5)
     labels = tuple(f"b{i}" for i in range(9))
-    meta = {lab: {"family": "fA" if i < 4 else "fB", "format": ["mc", "cloze", "gen"][i % 3],
-                  "function": ["code", "math", "prose"][i // 3]} for i, lab in enumerate(labels)}
-    same_family = np.array([[meta[a]["family"] == meta[b]["family"] for b in labels] for a in labels])
+    meta = {
+        lab: {
+            "family": "fA" if i < 4 else "fB",
+            "format": ["mc", "cloze", "gen"][i % 3],
+            "function": ["code", "math", "prose"][i // 3],
+        }
+        for i, lab in enumerate(labels)
+    }
+    same_family = np.array(
+        [[meta[a]["family"] == meta[b]["family"] for b in labels] for a in labels]
+    )
     perf = _random_matrix(labels, rng, shift=0.3 * same_family)  # planted family confound
     sig = _random_matrix(labels, rng)
     sem = _random_matrix(labels, rng)
@@ -31,8 +39,12 @@ def test_level_analyses_match_scipy_and_report_renders(tmp_path) -> None:
     vals, same = perf.values[iu], same_family[iu]
     ref = mannwhitneyu(vals[same], vals[~same])
     assert np.isclose(res["family"]["p"], ref.pvalue)
-    assert np.isclose(res["family"]["rank_biserial"], 2 * ref.statistic / (same.sum() * (~same).sum()) - 1)
-    sections, summary = build_overlap_report({"semantic": sem, "performance": perf, "signature": sig}, meta, tmp_path)
+    assert np.isclose(
+        res["family"]["rank_biserial"], 2 * ref.statistic / (same.sum() * (~same).sum()) - 1
+    )
+    sections, summary = build_overlap_report(
+        {"semantic": sem, "performance": perf, "signature": sig}, meta, tmp_path
+    )
     assert set(summary["levels"]) == {"semantic", "performance", "signature"}
     assert any("Same-family" in c for c in summary["claims"])
     assert (tmp_path / "overlap_levels.png").stat().st_size > 1000

@@ -42,7 +42,11 @@ def test_world_folder_format(world: SyntheticWorld) -> None:
         ids = resp["model"].to_list()
         m = len(world.model_ids)
         assert ids[:m] == world.model_ids
-        assert len(ids) > m and all(i.startswith("respondent/") for i in ids[m:]) and len(set(ids)) == len(ids)
+        assert (
+            len(ids) > m
+            and all(i.startswith("respondent/") for i in ids[m:])
+            and len(set(ids)) == len(ids)
+        )
         assert resp.columns[1:] == items["item_id"].to_list()
         r = resp.drop("model").to_numpy()
         assert set(np.unique(r)) <= {0, 1}

@@ -51,8 +51,10 @@ def catalog_sensor(
     plan = plan_benchmark_sync(
         path, set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
     )
-    if not context.cursor and not plan.new_keys and context.instance.get_latest_materialization_event(
-        dg.AssetKey("benchmark_catalog")
+    if (
+        not context.cursor
+        and not plan.new_keys
+        and context.instance.get_latest_materialization_event(dg.AssetKey("benchmark_catalog"))
     ):
         # first tick on an existing instance: remember the file, refresh nothing
         return dg.SensorResult(run_requests=[], cursor=digest)

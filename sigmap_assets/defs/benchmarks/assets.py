@@ -19,7 +19,9 @@ class ScoresConfig(dg.Config):
 
 
 @dg.asset(group_name="benchmarks", deps=["model_zoo"], kinds={"parquet"})
-def benchmark_catalog(context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+def benchmark_catalog(
+    context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
+) -> dg.MaterializeResult:
     """Family, format and function of every benchmark (catalog.yaml); adds `benchmarks` partitions."""
     import polars as pl
 
@@ -41,7 +43,10 @@ def benchmark_catalog(context: dg.AssetExecutionContext, world: WorldResource, s
         }
         for b in catalog.values()
     ]
-    write_parquet(pl.DataFrame(rows, infer_schema_length=None), storage.path("tables", "benchmark_catalog.parquet"))
+    write_parquet(
+        pl.DataFrame(rows, infer_schema_length=None),
+        storage.path("tables", "benchmark_catalog.parquet"),
+    )
     existing = set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
     new = [r["key"] for r in rows if r["key"] not in existing]
     if new:
@@ -53,14 +58,22 @@ def benchmark_catalog(context: dg.AssetExecutionContext, world: WorldResource, s
             "benchmarks": len(rows),
             "new_partitions": dg.MetadataValue.json(new),
             "functions": dg.MetadataValue.json(sorted({r["function"] for r in rows})),
-            "table": dg.MetadataValue.md(md_table(rows, ["benchmark", "family", "format", "function"], max_rows=100)),
+            "table": dg.MetadataValue.md(
+                md_table(rows, ["benchmark", "family", "format", "function"], max_rows=100)
+            ),
         },
         data_version=dg.DataVersion(fp),
     )
 
 
-@dg.asset(group_name="benchmarks", deps=["model_zoo", benchmark_catalog, "model_registry"], kinds={"parquet"})
-def benchmark_scores(config: ScoresConfig, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="benchmarks",
+    deps=["model_zoo", benchmark_catalog, "model_registry"],
+    kinds={"parquet"},
+)
+def benchmark_scores(
+    config: ScoresConfig, world: WorldResource, storage: SigmapStorage
+) -> dg.MaterializeResult:
     """Models × benchmarks scores from the world's sources, validated and matched to the registry.
 
     Sources: `scores.yaml` in the world (a list of specs: leaderboard CSVs, long/wide
@@ -90,14 +103,24 @@ def benchmark_scores(config: ScoresConfig, world: WorldResource, storage: Sigmap
     keys = {s.id: s.key for s in specs_reg}
     table = matched.with_columns(
         pl.col("model").replace_strict(keys, default=None).alias("model_key"),
-        pl.col("benchmark").map_elements(benchmark_slug, return_dtype=pl.String).alias("benchmark_key"),
+        pl.col("benchmark")
+        .map_elements(benchmark_slug, return_dtype=pl.String)
+        .alias("benchmark_key"),
     ).select("model", "model_key", "benchmark", "benchmark_key", "score")
     out = write_parquet(table, storage.path("tables", "benchmark_scores.parquet"))
-    write_json({"validation": validation.to_metadata(), "match": match.to_metadata()}, storage.path("tables", "benchmark_scores.json"))
+    write_json(
+        {"validation": validation.to_metadata(), "match": match.to_metadata()},
+        storage.path("tables", "benchmark_scores.json"),
+    )
     summary = (
         table.group_by("benchmark")
-        .agg(pl.len().alias("models"), pl.col("score").mean().alias("mean"), pl.col("score").std().alias("sd"),
-             pl.col("score").min().alias("min"), pl.col("score").max().alias("max"))
+        .agg(
+            pl.len().alias("models"),
+            pl.col("score").mean().alias("mean"),
+            pl.col("score").std().alias("sd"),
+            pl.col("score").min().alias("min"),
+            pl.col("score").max().alias("max"),
+        )
         .sort("benchmark")
     )
     fp = hashlib.sha256(table.sort("model", "benchmark").write_csv().encode()).hexdigest()[:16]
@@ -124,7 +147,9 @@ def benchmark_scores(config: ScoresConfig, world: WorldResource, storage: Sigmap
     automation_condition=partition_condition(),
     kinds={"parquet"},
 )
-def benchmark_items(context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+def benchmark_items(
+    context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
+) -> dg.MaterializeResult:
     """Question texts and (where available) item-level 0/1 responses of each benchmark."""
     import polars as pl
 
@@ -155,5 +180,8 @@ def benchmark_items(context: dg.AssetExecutionContext, world: WorldResource, sto
         write_json(row, out_dir / "summary.json")
         rows.append(row)
     return dg.MaterializeResult(
-        metadata={"benchmarks": len(rows), "items": dg.MetadataValue.md(md_table(rows, max_rows=100))}
+        metadata={
+            "benchmarks": len(rows),
+            "items": dg.MetadataValue.md(md_table(rows, max_rows=100)),
+        }
     )

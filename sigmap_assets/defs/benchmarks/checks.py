@@ -7,7 +7,11 @@ from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.tables import scores_long
 
 
-@dg.asset_check(asset=benchmark_scores, blocking=True, description="Every score is finite and inside its benchmark's catalog range.")
+@dg.asset_check(
+    asset=benchmark_scores,
+    blocking=True,
+    description="Every score is finite and inside its benchmark's catalog range.",
+)
 def scores_within_range(world: WorldResource, storage: SigmapStorage) -> dg.AssetCheckResult:
     import numpy as np
 
@@ -19,20 +23,27 @@ def scores_within_range(world: WorldResource, storage: SigmapStorage) -> dg.Asse
     for row in table.iter_rows(named=True):
         b = catalog.get(row["benchmark"])
         s = row["score"]
-        if not np.isfinite(s) or (b and b.score_range and not (b.score_range[0] <= s <= b.score_range[1])):
+        if not np.isfinite(s) or (
+            b and b.score_range and not (b.score_range[0] <= s <= b.score_range[1])
+        ):
             bad.append({"model": row["model"], "benchmark": row["benchmark"], "score": s})
-    return dg.AssetCheckResult(passed=not bad, metadata={"scores": table.height, "out_of_range": dg.MetadataValue.json(bad[:50])})
+    return dg.AssetCheckResult(
+        passed=not bad,
+        metadata={"scores": table.height, "out_of_range": dg.MetadataValue.json(bad[:50])},
+    )
 
 
-@dg.asset_check(asset=benchmark_scores, description="Every scored registry model has complete NLL (and the reverse, reported).")
+@dg.asset_check(
+    asset=benchmark_scores,
+    description="Every scored registry model has complete NLL (and the reverse, reported).",
+)
 def scored_models_have_nll(world: WorldResource, storage: SigmapStorage) -> dg.AssetCheckResult:
     import polars as pl
 
+    from sigmap_assets.defs.models.assets import nll_store_dir
     from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.registry import read_registry
     from sigmap_lib.store import NLLStore
-
-    from sigmap_assets.defs.models.assets import nll_store_dir
 
     corpus = CorpusStore.open(storage.path("corpus", "store"))
     specs = read_registry(world.file("models.yaml"))
@@ -41,7 +52,9 @@ def scored_models_have_nll(world: WorldResource, storage: SigmapStorage) -> dg.A
         d = nll_store_dir(storage, corpus.fingerprint, s.key)
         if d.exists() and NLLStore.open(d).is_complete():
             with_nll.add(s.key)
-    scored = set(scores_long(storage).filter(pl.col("model_key").is_not_null())["model_key"].to_list())
+    scored = set(
+        scores_long(storage).filter(pl.col("model_key").is_not_null())["model_key"].to_list()
+    )
     scored_without_nll = sorted(scored - with_nll)
     nll_without_scores = sorted(with_nll - scored)
     return dg.AssetCheckResult(

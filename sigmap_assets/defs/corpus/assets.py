@@ -1,6 +1,5 @@
 """Corpus: which files make the in-the-wild corpus, and its model-independent units."""
 
-
 import hashlib
 import json
 
@@ -16,7 +15,9 @@ class CorpusConfig(dg.Config):
 
 
 @dg.asset(group_name="corpus", deps=["model_zoo"], kinds={"parquet"})
-def corpus_manifest(context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
+def corpus_manifest(
+    context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
+) -> dg.MaterializeResult:
     """The corpus files of the world (format, bytes, sha256), so a changed corpus is noticed."""
     import polars as pl
 
@@ -54,25 +55,34 @@ def corpus_manifest(context: dg.AssetExecutionContext, world: WorldResource, sto
 
 @dg.asset(group_name="corpus", deps=[corpus_manifest], kinds={"parquet"})
 def corpus_units(
-    context: dg.AssetExecutionContext, config: CorpusConfig, world: WorldResource, storage: SigmapStorage
+    context: dg.AssetExecutionContext,
+    config: CorpusConfig,
+    world: WorldResource,
+    storage: SigmapStorage,
 ) -> dg.MaterializeResult:
     """Every document segmented into model-independent units with UTF-8 byte offsets.
 
     Rebuilt only when the corpus files or the sharding change; the store's fingerprint
     keys every per-model NLL array, so a changed corpus never mixes with old values.
     """
-    from sigmap_lib.corpus import CorpusStore, build_corpus_store, read_corpus
-
     import polars as pl
+
+    from sigmap_lib.corpus import CorpusStore, build_corpus_store, read_corpus
 
     manifest = pl.read_parquet(storage.path("corpus", "manifest.parquet"))
     source_fp = hashlib.sha256(
-        (json.dumps(manifest.to_dicts(), sort_keys=True) + f"|shard_units={config.shard_units}").encode()
+        (
+            json.dumps(manifest.to_dicts(), sort_keys=True) + f"|shard_units={config.shard_units}"
+        ).encode()
     ).hexdigest()
     store_dir = storage.path("corpus", "store")
     marker = storage.path("corpus", "source.json")
     reused = False
-    if marker.exists() and json.loads(marker.read_text()).get("source") == source_fp and store_dir.exists():
+    if (
+        marker.exists()
+        and json.loads(marker.read_text()).get("source") == source_fp
+        and store_dir.exists()
+    ):
         store = CorpusStore.open(store_dir)
         reused = True
     else:

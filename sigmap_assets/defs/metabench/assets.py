@@ -60,8 +60,14 @@ def common_split(storage: SigmapStorage, settings: MetabenchSettings, world: Wor
 
     responses, full = load_responses(storage)
     if not responses:
-        raise dg.Failure("no benchmark has item-level responses (catalog `responses:`), metabench cannot run")
-    return responses, full, split_models(full, test_frac=settings.lib_config(world).test_frac, seed=settings.seed)
+        raise dg.Failure(
+            "no benchmark has item-level responses (catalog `responses:`), metabench cannot run"
+        )
+    return (
+        responses,
+        full,
+        split_models(full, test_frac=settings.lib_config(world).test_frac, seed=settings.seed),
+    )
 
 
 def mb_dir(storage: SigmapStorage, key: str, stage: str):
@@ -77,7 +83,12 @@ _common = dict(
 
 
 @dg.asset(deps=["benchmark_items"], kinds={"parquet"}, **_common)
-def irt_item_pool(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
+def irt_item_pool(
+    context: dg.AssetExecutionContext,
+    config: MetabenchSettings,
+    storage: SigmapStorage,
+    world: WorldResource,
+) -> dg.MaterializeResult:
     """Common test split of models; items filtered (variance, guess-adjusted easiness,
     item–total correlation); cross-validated random subsampling to a pool."""
     from sigmap_lib.metabench import build_item_pool
@@ -89,20 +100,40 @@ def irt_item_pool(context: dg.AssetExecutionContext, config: MetabenchSettings, 
         if key not in responses:
             rows.append({"benchmark": key, "status": "no item responses: skipped"})
             continue
-        pool = build_item_pool(key, responses[key], full[key], split, seed=config.seed, config=config.lib_config(world))
+        pool = build_item_pool(
+            key, responses[key], full[key], split, seed=config.seed, config=config.lib_config(world)
+        )
         save_item_pool(pool, mb_dir(storage, key, "pool"))
         excluded = pool.item_stats["excluded_by"].fillna("").astype(str)
-        rows.append({"benchmark": key, "status": "ok", "items": responses[key].shape[1], "models": responses[key].shape[0],
-                     "excluded": int((excluded != "").sum()), "pool": len(pool.pool_items), "subsample val RMSE": pool.subsample_rmse})
+        rows.append(
+            {
+                "benchmark": key,
+                "status": "ok",
+                "items": responses[key].shape[1],
+                "models": responses[key].shape[0],
+                "excluded": int((excluded != "").sum()),
+                "pool": len(pool.pool_items),
+                "subsample val RMSE": pool.subsample_rmse,
+            }
+        )
     split_path = storage.path("metabench", "split.parquet")
     split_path.parent.mkdir(parents=True, exist_ok=True)
     split.rename("split").to_frame().to_parquet(split_path)
-    return dg.MaterializeResult(metadata={"pools": dg.MetadataValue.md(md_table(rows, max_rows=100)),
-                                          "test_models": int((split == "test").sum())})
+    return dg.MaterializeResult(
+        metadata={
+            "pools": dg.MetadataValue.md(md_table(rows, max_rows=100)),
+            "test_models": int((split == "test").sum()),
+        }
+    )
 
 
 @dg.asset(deps=[irt_item_pool], kinds={"python"}, **_common)
-def irt_fits(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
+def irt_fits(
+    context: dg.AssetExecutionContext,
+    config: MetabenchSettings,
+    storage: SigmapStorage,
+    world: WorldResource,
+) -> dg.MaterializeResult:
     """2PL/3PL(/4PL) IRT fits of each pool with `mirt`; θ by MAP and EAPsum; each
     (model, θ-method) ranked by cross-validated reconstruction RMSE."""
     from sigmap_lib.metabench import fit_pool_irt
@@ -118,11 +149,18 @@ def irt_fits(context: dg.AssetExecutionContext, config: MetabenchSettings, stora
         save_pool_irt(pirt, mb_dir(storage, key, "irt"))
         for r in pirt.cv.to_dict(orient="records"):
             rows.append({"benchmark": key, **r})
-    return dg.MaterializeResult(metadata={"cross_validation": dg.MetadataValue.md(md_table(rows, max_rows=100))})
+    return dg.MaterializeResult(
+        metadata={"cross_validation": dg.MetadataValue.md(md_table(rows, max_rows=100))}
+    )
 
 
 @dg.asset(deps=[irt_fits], kinds={"parquet"}, **_common)
-def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
+def metabench_selection(
+    context: dg.AssetExecutionContext,
+    config: MetabenchSettings,
+    storage: SigmapStorage,
+    world: WorldResource,
+) -> dg.MaterializeResult:
     """Information filtering over θ bins (R type-4 quantiles) with threshold λ, refit on the
     selected items, GAM reconstruction of the full score; test RMSE vs a random subset."""
     import pandas as pd
@@ -138,12 +176,31 @@ def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSett
             continue
         pool = load_item_pool(mb_dir(storage, key, "pool"))
         pirt = load_pool_irt(mb_dir(storage, key, "irt"))
-        fit = select_items(key, responses[key], full[key], pool, pirt, seed=config.seed, config=config.lib_config(world))
+        fit = select_items(
+            key,
+            responses[key],
+            full[key],
+            pool,
+            pirt,
+            seed=config.seed,
+            config=config.lib_config(world),
+        )
         save_benchmark_fit(fit, split, config.lib_config(world), mb_dir(storage, key, "selection"))
-        rows.append({"benchmark": key, "items": responses[key].shape[1], "pool": fit.n_pool, "selected": len(fit.selected),
-                     "IRT": fit.irt_model, "θ": fit.theta_method, "test RMSE": fit.test_rmse,
-                     "random-subset RMSE": fit.random_test_rmse})
-    return dg.MaterializeResult(metadata={"selection": dg.MetadataValue.md(md_table(rows, max_rows=100))})
+        rows.append(
+            {
+                "benchmark": key,
+                "items": responses[key].shape[1],
+                "pool": fit.n_pool,
+                "selected": len(fit.selected),
+                "IRT": fit.irt_model,
+                "θ": fit.theta_method,
+                "test RMSE": fit.test_rmse,
+                "random-subset RMSE": fit.random_test_rmse,
+            }
+        )
+    return dg.MaterializeResult(
+        metadata={"selection": dg.MetadataValue.md(md_table(rows, max_rows=100))}
+    )
 
 
 @dg.asset(
@@ -152,13 +209,24 @@ def metabench_selection(context: dg.AssetExecutionContext, config: MetabenchSett
     automation_condition=aggregate_condition(),
     kinds={"parquet", "html"},
 )
-def metabench(context: dg.AssetExecutionContext, config: MetabenchSettings, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
+def metabench(
+    context: dg.AssetExecutionContext,
+    config: MetabenchSettings,
+    storage: SigmapStorage,
+    world: WorldResource,
+) -> dg.MaterializeResult:
     """The joint metabench: union of the selections, grand-score and per-benchmark
     reconstruction from all θs, one-factor analysis of the θs, export of the items
     (parquet + JSONL for an lm-eval-harness task) and a report."""
     import pandas as pd
 
-    from sigmap_lib.metabench import MetabenchFit, export_items, fit_joint, plot_reconstruction, plot_test_information
+    from sigmap_lib.metabench import (
+        MetabenchFit,
+        export_items,
+        fit_joint,
+        plot_reconstruction,
+        plot_test_information,
+    )
     from sigmap_lib.metabench_store import load_benchmark_fit
     from sigmap_lib.report import Section, render_html_report
 
@@ -171,8 +239,14 @@ def metabench(context: dg.AssetExecutionContext, config: MetabenchSettings, stor
             fits[key] = load_benchmark_fit(d)
     if not fits:
         raise dg.Failure("no metabench_selection is materialized yet")
-    joint = fit_joint(fits, full[list(fits)], split, config=config.lib_config(world)) if len(fits) >= 2 else None
-    fit = MetabenchFit(config=config.lib_config(world), seed=config.seed, split=split, benchmarks=fits, joint=joint)
+    joint = (
+        fit_joint(fits, full[list(fits)], split, config=config.lib_config(world))
+        if len(fits) >= 2
+        else None
+    )
+    fit = MetabenchFit(
+        config=config.lib_config(world), seed=config.seed, split=split, benchmarks=fits, joint=joint
+    )
     fit.save(storage.path("metabench", "fit"))
     questions = {}
     for key in fits:
@@ -186,23 +260,37 @@ def metabench(context: dg.AssetExecutionContext, config: MetabenchSettings, stor
     table = fit.rmse_table()
     n_items = sum(r.shape[1] for k, r in responses.items() if k in fits)
     summary = {
-        "benchmarks": list(fits), "items_total": int(n_items), "items_selected": fit.n_selected,
-        "compression_pct": 100.0 * fit.n_selected / max(n_items, 1), "test_rmse": fit.test_rmse,
+        "benchmarks": list(fits),
+        "items_total": int(n_items),
+        "items_selected": fit.n_selected,
+        "compression_pct": 100.0 * fit.n_selected / max(n_items, 1),
+        "test_rmse": fit.test_rmse,
         "grand_test_rmse": fit.grand_test_rmse,
         "factor_spearman_with_grand": float(joint.factor_spearman) if joint is not None else None,
     }
     write_json(summary, storage.path("reports", "metabench_summary.json"))
     sections = [
-        Section("Summary", f"{fit.n_selected} of {n_items} items kept ({summary['compression_pct']:.1f}%). "
-                f"Grand-score test RMSE {fit.grand_test_rmse:.3g} points; one-factor Spearman with the grand score "
-                f"{summary['factor_spearman_with_grand']}.", tables=[("per benchmark", table)]),
+        Section(
+            "Summary",
+            f"{fit.n_selected} of {n_items} items kept ({summary['compression_pct']:.1f}%). "
+            f"Grand-score test RMSE {fit.grand_test_rmse:.3g} points; one-factor Spearman with the grand score "
+            f"{summary['factor_spearman_with_grand']}.",
+            tables=[("per benchmark", table)],
+        ),
         Section("Reconstruction", images=[("reconstructed vs true (test models)", rec_png)]),
         Section("Test information", images=[("test information curves", info_png)]),
     ]
     if joint is not None:
-        sections.append(Section("Joint reconstruction", "Each benchmark's score from all θs jointly, and the grand score.",
-                                 tables=[("RMSE (points)", joint.rmse_table.reset_index(names="target"))]))
-    html = render_html_report(sections, storage.reports_dir() / "metabench_report.html", title="sigmap — metabench")
+        sections.append(
+            Section(
+                "Joint reconstruction",
+                "Each benchmark's score from all θs jointly, and the grand score.",
+                tables=[("RMSE (points)", joint.rmse_table.reset_index(names="target"))],
+            )
+        )
+    html = render_html_report(
+        sections, storage.reports_dir() / "metabench_report.html", title="sigmap — metabench"
+    )
     return dg.MaterializeResult(
         metadata={
             "items_selected": fit.n_selected,

@@ -11,8 +11,11 @@ from sigmap_assets.resources import SigmapStorage
 RMSE_CEILING_ENV = "SIGMAP_METABENCH_RMSE_CEILING"
 
 
-@dg.asset_check(asset=metabench, blocking=True,
-                description=f"Test RMSE (score points) of every benchmark and of the grand score under ${RMSE_CEILING_ENV} (default 10).")
+@dg.asset_check(
+    asset=metabench,
+    blocking=True,
+    description=f"Test RMSE (score points) of every benchmark and of the grand score under ${RMSE_CEILING_ENV} (default 10).",
+)
 def metabench_rmse_under_ceiling(storage: SigmapStorage) -> dg.AssetCheckResult:
     ceiling = float(os.environ.get(RMSE_CEILING_ENV, "10"))
     summary = json.loads(storage.path("reports", "metabench_summary.json").read_text())
@@ -20,5 +23,11 @@ def metabench_rmse_under_ceiling(storage: SigmapStorage) -> dg.AssetCheckResult:
     if summary.get("grand_test_rmse") is not None:
         rmse["grand"] = summary["grand_test_rmse"]
     over = {k: v for k, v in rmse.items() if v is None or not v <= ceiling}
-    return dg.AssetCheckResult(passed=not over, metadata={"ceiling": ceiling, "rmse": dg.MetadataValue.json(rmse),
-                                                          "over_ceiling": dg.MetadataValue.json(over)})
+    return dg.AssetCheckResult(
+        passed=not over,
+        metadata={
+            "ceiling": ceiling,
+            "rmse": dg.MetadataValue.json(rmse),
+            "over_ceiling": dg.MetadataValue.json(over),
+        },
+    )

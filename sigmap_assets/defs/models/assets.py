@@ -1,6 +1,5 @@
 """Models: the registry, per-model per-unit NLL (the GPU step) and the rank matrix."""
 
-
 import hashlib
 import json
 import time
@@ -14,7 +13,9 @@ from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResourc
 
 GPU_OP_TAGS = {
     "dagster-k8s/config": {
-        "container_config": {"resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}},
+        "container_config": {
+            "resources": {"limits": {"nvidia.com/gpu": "1"}, "requests": {"nvidia.com/gpu": "1"}}
+        },
         "pod_spec_config": {"node_selector": {"sigmap/accelerator": "gpu"}},
     }
 }
@@ -54,7 +55,9 @@ def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.Materiali
             "models": len(rows),
             "families": len({r["family"] for r in rows}),
             "table": dg.MetadataValue.md(
-                md_table(rows, ["model", "key", "family", "n_params", "revision", "dtype"], max_rows=60)
+                md_table(
+                    rows, ["model", "key", "family", "n_params", "revision", "dtype"], max_rows=60
+                )
             ),
         },
         data_version=dg.DataVersion(fp),
@@ -99,7 +102,10 @@ def nll_store_dir(storage: SigmapStorage, corpus_fingerprint: str, key: str):
     ),
 )
 def token_nll(
-    context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource, compute: ComputeResource
+    context: dg.AssetExecutionContext,
+    storage: SigmapStorage,
+    world: WorldResource,
+    compute: ComputeResource,
 ) -> dg.MaterializeResult:
     from sigmap_lib.corpus import CorpusStore
 
@@ -120,14 +126,21 @@ def token_nll(
 
             torch.set_num_threads(compute.threads)
         model, tokenizer = load_model(
-            str(spec.path or spec.id), device=compute.device, dtype=compute.dtype, revision=spec.revision
+            str(spec.path or spec.id),
+            device=compute.device,
+            dtype=compute.dtype,
+            revision=spec.revision,
         )
 
         def progress(p: dict) -> None:  # score_corpus reports one dict per committed shard
             total = p["shards_done"] + p["shards_pending"]
-            context.log.info(f"{spec.id}: shard {p['shards_done']}/{total} ({p['tokens_per_s']:.0f} tokens/s)")
+            context.log.info(
+                f"{spec.id}: shard {p['shards_done']}/{total} ({p['tokens_per_s']:.0f} tokens/s)"
+            )
 
-        stats = score_corpus(model, tokenizer, corpus, out, progress=progress, batch_tokens=compute.batch_tokens)
+        stats = score_corpus(
+            model, tokenizer, corpus, out, progress=progress, batch_tokens=compute.batch_tokens
+        )
     stats = dict(stats)
     stats["seconds"] = round(time.perf_counter() - t0, 2)
     meta = {"model": spec.id, "store": dg.MetadataValue.path(str(out))}
@@ -148,7 +161,9 @@ def token_nll(
         "the set of complete models changes."
     ),
 )
-def nll_ranks(context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource) -> dg.MaterializeResult:
+def nll_ranks(
+    context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource
+) -> dg.MaterializeResult:
 
     from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.ranks import RankStore, build_rank_store
@@ -185,7 +200,9 @@ def nll_ranks(context: dg.AssetExecutionContext, storage: SigmapStorage, world: 
         ranks = build_rank_store(arrays, keys, corpus.unit_nbytes, out)
     current = storage.path("ranks", "CURRENT")
     tmp = current.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"dir": ident, "models": keys, "raw_ids": [r["model"] for r in complete]}))
+    tmp.write_text(
+        json.dumps({"dir": ident, "models": keys, "raw_ids": [r["model"] for r in complete]})
+    )
     tmp.replace(current)
     table = [
         {"model": r["model"], "bpb_mean": float(m), "bpb_sd": float(s)}
@@ -198,7 +215,9 @@ def nll_ranks(context: dg.AssetExecutionContext, storage: SigmapStorage, world: 
             "units": ranks.n_units,
             "reused": reused,
             "store": dg.MetadataValue.path(str(out)),
-            "bits_per_byte": dg.MetadataValue.md(md_table(sorted(table, key=lambda r: r["bpb_mean"]), max_rows=64)),
+            "bits_per_byte": dg.MetadataValue.md(
+                md_table(sorted(table, key=lambda r: r["bpb_mean"]), max_rows=64)
+            ),
         },
         data_version=dg.DataVersion(ident),
     )

@@ -7,8 +7,14 @@ from sigmap_assets.defs.models.assets import nll_store_dir, token_nll
 from sigmap_assets.resources import SigmapStorage
 
 
-@dg.asset_check(asset=token_nll, blocking=True, description="NLL array complete, checksums valid, finite, of the corpus' unit count.")
-def token_nll_valid(context: dg.AssetCheckExecutionContext, storage: SigmapStorage) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=token_nll,
+    blocking=True,
+    description="NLL array complete, checksums valid, finite, of the corpus' unit count.",
+)
+def token_nll_valid(
+    context: dg.AssetCheckExecutionContext, storage: SigmapStorage
+) -> dg.AssetCheckResult:
     from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.store import NLLStore
 
@@ -32,5 +38,9 @@ def token_nll_valid(context: dg.AssetCheckExecutionContext, storage: SigmapStora
         problems.append(f"{n_bad} non-finite values")
     return dg.AssetCheckResult(
         passed=not problems,
-        metadata={"model": key, "units": store.n_units, "problems": dg.MetadataValue.json(problems)},
+        metadata={
+            "model": key,
+            "units": store.n_units,
+            "problems": dg.MetadataValue.json(problems),
+        },
     )

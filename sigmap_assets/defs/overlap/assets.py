@@ -5,9 +5,15 @@ import numpy as np
 
 from sigmap_assets.automation import aggregate_condition
 from sigmap_assets.metadata import image_md, md_table
-from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
-from sigmap_assets.tables import catalog_table, current_ranks, read_json, scores_long, write_json, write_parquet
+from sigmap_assets.tables import (
+    catalog_table,
+    current_ranks,
+    read_json,
+    scores_long,
+    write_json,
+    write_parquet,
+)
 
 ALL_BENCHMARKS = dg.AllPartitionMapping()
 
@@ -33,7 +39,9 @@ def load_matrix(storage: SigmapStorage, name: str):
 
     from sigmap_lib.overlap import OverlapMatrix
 
-    m = OverlapMatrix.from_frame(pl.read_parquet(storage.path("overlap", f"{name}.parquet")), level=name)
+    m = OverlapMatrix.from_frame(
+        pl.read_parquet(storage.path("overlap", f"{name}.parquet")), level=name
+    )
     npz = np.load(storage.path("overlap", f"{name}.npz"), allow_pickle=False)
     if "n_common" in npz:
         m.n_common = npz["n_common"]
@@ -49,7 +57,9 @@ def matrix_metadata(storage: SigmapStorage, matrix, name: str, title: str) -> di
     s = spread(matrix)
     return {
         "benchmarks": len(matrix.labels),
-        "spread": dg.MetadataValue.json({k: (float(v) if isinstance(v, (int, float, np.floating)) else v) for k, v in s.items()}),
+        "spread": dg.MetadataValue.json(
+            {k: (float(v) if isinstance(v, (int, float, np.floating)) else v) for k, v in s.items()}
+        ),
         "heatmap": dg.MetadataValue.md(image_md(png, title)),
         "heatmap_path": dg.MetadataValue.path(str(png)),
     }
@@ -60,16 +70,30 @@ class PerformanceConfig(dg.Config):
     """Pairs scored on fewer common models get no value."""
 
 
-@dg.asset(group_name="overlap", deps=["benchmark_scores"], automation_condition=aggregate_condition(), kinds={"parquet"})
+@dg.asset(
+    group_name="overlap",
+    deps=["benchmark_scores"],
+    automation_condition=aggregate_condition(),
+    kinds={"parquet"},
+)
 def performance_overlap(config: PerformanceConfig, storage: SigmapStorage) -> dg.MaterializeResult:
     """Spearman ρ of benchmark scores over the models scored on both (count of common models kept)."""
     from sigmap_lib.overlap import performance_overlap as perf
     from sigmap_lib.scores import to_wide
 
-    models, benches, values = to_wide(scores_long(storage).select("model", "benchmark_key", "score").rename({"benchmark_key": "benchmark"}))
+    models, benches, values = to_wide(
+        scores_long(storage)
+        .select("model", "benchmark_key", "score")
+        .rename({"benchmark_key": "benchmark"})
+    )
     matrix = perf((benches, values), min_common=config.min_common)
     save_matrix(storage, "performance", matrix)
-    return dg.MaterializeResult(metadata={"models": len(models), **matrix_metadata(storage, matrix, "performance", "Performance overlap (Spearman ρ)")})
+    return dg.MaterializeResult(
+        metadata={
+            "models": len(models),
+            **matrix_metadata(storage, matrix, "performance", "Performance overlap (Spearman ρ)"),
+        }
+    )
 
 
 class SemanticConfig(dg.Config):
@@ -101,7 +125,9 @@ def load_questions(storage: SigmapStorage, keys: list[str]) -> dict[str, list[st
     automation_condition=aggregate_condition(),
     kinds={"pytorch", "parquet"},
 )
-def semantic_overlap(context: dg.AssetExecutionContext, config: SemanticConfig, storage: SigmapStorage) -> dg.MaterializeResult:
+def semantic_overlap(
+    context: dg.AssetExecutionContext, config: SemanticConfig, storage: SigmapStorage
+) -> dg.MaterializeResult:
     """Size-matched bootstrap cosine similarity of mean question embeddings (MiniLM, offline).
 
     Each distinct question is embedded once and cached in storage by content hash."""
@@ -111,7 +137,9 @@ def semantic_overlap(context: dg.AssetExecutionContext, config: SemanticConfig, 
     keys = catalog_table(storage)["key"].to_list()
     questions = load_questions(storage, keys)
     if len(questions) < 2:
-        raise dg.Failure(f"semantic overlap needs question texts for >= 2 benchmarks, found {sorted(questions)}")
+        raise dg.Failure(
+            f"semantic overlap needs question texts for >= 2 benchmarks, found {sorted(questions)}"
+        )
     encoder = load_encoder(config.encoder_path or None)
     flat = [t for k in questions for t in questions[k]]
     emb = embed_texts(flat, encoder=encoder, cache_dir=storage.path("embeddings"))
@@ -122,7 +150,12 @@ def semantic_overlap(context: dg.AssetExecutionContext, config: SemanticConfig, 
     matrix = sem(embs, T=config.T, n_max=config.n_max or None, seed=config.seed)
     save_matrix(storage, "semantic", matrix)
     return dg.MaterializeResult(
-        metadata={"questions": len(flat), **matrix_metadata(storage, matrix, "semantic", "Semantic overlap (cosine, size-matched)")}
+        metadata={
+            "questions": len(flat),
+            **matrix_metadata(
+                storage, matrix, "semantic", "Semantic overlap (cosine, size-matched)"
+            ),
+        }
     )
 
 
@@ -138,10 +171,9 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
     """Signature units per benchmark, scores, NLL arrays and bpb moments, in the ranks' model order."""
     import polars as pl
 
+    from sigmap_assets.defs.signatures.assets import open_nll_arrays, score_matrix
     from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.ranks import RankStore
-
-    from sigmap_assets.defs.signatures.assets import open_nll_arrays, score_matrix
 
     info = current_ranks(storage)
     sigs, configs, fallback = {}, {}, []
@@ -154,7 +186,9 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
         if summary.get("ranks_dir") != info["dir"]:
             continue  # stale: built on another model set
         if units.size == 0:
-            cands = pl.read_parquet(storage.path("screening", k, "candidates.parquet"))["unit"].to_numpy()
+            cands = pl.read_parquet(storage.path("screening", k, "candidates.parquet"))[
+                "unit"
+            ].to_numpy()
             units = cands[:1]
             fallback.append(k)
         if units.size:
@@ -174,7 +208,9 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
     automation_condition=aggregate_condition(ignore=("nll_ranks",)),
     kinds={"parquet"},
 )
-def signature_overlap(context: dg.AssetExecutionContext, config: SignatureOverlapConfig, storage: SigmapStorage) -> dg.MaterializeResult:
+def signature_overlap(
+    context: dg.AssetExecutionContext, config: SignatureOverlapConfig, storage: SigmapStorage
+) -> dg.MaterializeResult:
     """Spearman across models of the mean bits-per-byte z-score over each signature's units,
     with a permutation-null p-value per pair and bootstrap intervals over models."""
     from sigmap_lib.overlap import bootstrap_ci, signature_overlap_null
@@ -192,31 +228,57 @@ def signature_overlap(context: dg.AssetExecutionContext, config: SignatureOverla
         return gather_units(arrays, units).T
 
     def extract(scores: np.ndarray) -> dict[str, np.ndarray]:
-        out = extract_signatures(ranks, scores, nll_arrays=arrays, benchmark_names=bench, k=scr["k"],
-                                 statistic=scr["statistic"], two_sided=scr["two_sided"],
-                                 criterion=cfg.get("criterion", "aic"), gamma=cfg.get("gamma", 0.5))
+        out = extract_signatures(
+            ranks,
+            scores,
+            nll_arrays=arrays,
+            benchmark_names=bench,
+            k=scr["k"],
+            statistic=scr["statistic"],
+            two_sided=scr["two_sided"],
+            criterion=cfg.get("criterion", "aic"),
+            gamma=cfg.get("gamma", 0.5),
+        )
         return {s.benchmark: (s.units if s.units.size else s.candidates[:1]) for s in out}
 
-    kw = dict(nll=read, unit_nbytes=corpus.unit_nbytes, bpb_mean=ranks.bpb_mean, bpb_sd=ranks.bpb_sd)
+    kw = dict(
+        nll=read, unit_nbytes=corpus.unit_nbytes, bpb_mean=ranks.bpb_mean, bpb_sd=ranks.bpb_sd
+    )
     from sigmap_lib.overlap import signature_overlap as sig_overlap
 
     observed = sig_overlap(sigs, **kw)
-    with_null = signature_overlap_null(extract, y, n_perm=config.n_permutations, seed=config.seed, observed=observed, **kw)
+    with_null = signature_overlap_null(
+        extract, y, n_perm=config.n_permutations, seed=config.seed, observed=observed, **kw
+    )
     ci = bootstrap_ci(observed, n_boot=config.n_bootstrap, seed=config.seed)
-    extras = {"p_value": with_null.extra["p_value"], "null_mean": with_null.extra["null_mean"],
-              "ci_low": ci.extra.get("low", ci.extra.get("ci_low")), "ci_high": ci.extra.get("high", ci.extra.get("ci_high")),
-              "model_scores": observed.extra["model_scores"]}
+    extras = {
+        "p_value": with_null.extra["p_value"],
+        "null_mean": with_null.extra["null_mean"],
+        "ci_low": ci.extra.get("low", ci.extra.get("ci_low")),
+        "ci_high": ci.extra.get("high", ci.extra.get("ci_high")),
+        "model_scores": observed.extra["model_scores"],
+    }
     save_matrix(storage, "signature", observed, {k: v for k, v in extras.items() if v is not None})
     iu = np.triu_indices(len(bench), 1)
-    pairs = [{"a": bench[i], "b": bench[j], "overlap": observed.values[i, j], "null mean": with_null.extra["null_mean"][i, j],
-              "p": with_null.extra["p_value"][i, j]} for i, j in zip(*iu)]
+    pairs = [
+        {
+            "a": bench[i],
+            "b": bench[j],
+            "overlap": observed.values[i, j],
+            "null mean": with_null.extra["null_mean"][i, j],
+            "p": with_null.extra["p_value"][i, j],
+        }
+        for i, j in zip(*iu)
+    ]
     pairs.sort(key=lambda r: -np.nan_to_num(r["overlap"], nan=-9))
     return dg.MaterializeResult(
         metadata={
             "models": len(info["models"]),
             "fallback_to_best_screened_unit": dg.MetadataValue.json(fallback),
             "pairs": dg.MetadataValue.md(md_table(pairs, max_rows=40)),
-            **matrix_metadata(storage, observed, "signature", "Signature overlap (Spearman across models)"),
+            **matrix_metadata(
+                storage, observed, "signature", "Signature overlap (Spearman across models)"
+            ),
         }
     )
 
@@ -247,13 +309,22 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
     if "planted" in json.dumps(list(truth.keys())):
         from sigmap_lib.worlds.synthetic import SyntheticWorld, planted_recovery
 
-        rec = planted_recovery(SyntheticWorld.load(world_root), {names[k]: v for k, v in sigs.items()})
-        per = pl.DataFrame([{"benchmark": b, **{k: v for k, v in r.items() if not isinstance(v, (list, dict))}}
-                            for b, r in rec["per_benchmark"].items()])
-        text = (f"Planted-unit recall {rec['recall']:.2f}, precision {rec['precision']:.2f}, "
-                f"hit rate {rec['hit_rate']:.2f} (benchmarks whose signature contains ≥ 1 planted unit of its function).")
-        return [Section("Planted truth (synthetic world)", text, tables=[("per benchmark", per)])], {
-            "planted_recovery": {k: v for k, v in rec.items() if k != "per_benchmark"}}
+        rec = planted_recovery(
+            SyntheticWorld.load(world_root), {names[k]: v for k, v in sigs.items()}
+        )
+        per = pl.DataFrame(
+            [
+                {"benchmark": b, **{k: v for k, v in r.items() if not isinstance(v, (list, dict))}}
+                for b, r in rec["per_benchmark"].items()
+            ]
+        )
+        text = (
+            f"Planted-unit recall {rec['recall']:.2f}, precision {rec['precision']:.2f}, "
+            f"hit rate {rec['hit_rate']:.2f} (benchmarks whose signature contains ≥ 1 planted unit of its function)."
+        )
+        return [
+            Section("Planted truth (synthetic world)", text, tables=[("per benchmark", per)])
+        ], {"planted_recovery": {k: v for k, v in rec.items() if k != "per_benchmark"}}
     doc_domain = truth.get("doc_domain") or truth.get("corpus_domains")
     if not doc_domain:
         return [], {}
@@ -270,12 +341,19 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
     shares = domain_shares(sigs, unit_domain, functions)
     f2d = truth.get("function_domain", {})
     match = matching_domain_summary(shares, f2d)
-    text = ("Share of each benchmark's signature units that fall in each corpus domain, against the domain's "
-            "share of all corpus units (lift > 1: the signature over-represents the domain).")
-    tables = [("signature share in the domain the benchmark's function targets", match)] if match.height else []
+    text = (
+        "Share of each benchmark's signature units that fall in each corpus domain, against the domain's "
+        "share of all corpus units (lift > 1: the signature over-represents the domain)."
+    )
+    tables = (
+        [("signature share in the domain the benchmark's function targets", match)]
+        if match.height
+        else []
+    )
     tables.append(("all domains", shares))
     return [Section("Where do signatures fall? (zoo truth)", text, tables=tables)], {
-        "domain_match": match.to_dicts() if match.height else []}
+        "domain_match": match.to_dicts() if match.height else []
+    }
 
 
 @dg.asset(
@@ -284,8 +362,12 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
     automation_condition=aggregate_condition(),
     kinds={"html"},
 )
-def overlap_report(context: dg.AssetExecutionContext, config: ReportConfig, storage: SigmapStorage,
-                   world: WorldResource) -> dg.MaterializeResult:
+def overlap_report(
+    context: dg.AssetExecutionContext,
+    config: ReportConfig,
+    storage: SigmapStorage,
+    world: WorldResource,
+) -> dg.MaterializeResult:
     """Tests per level (family/format Mann–Whitney, function matrices, spread, clustering),
     heatmaps and dendrograms, robustness variants, signature–content alignment and the
     world's truth-based findings — as a self-contained HTML report and UI metadata."""
@@ -293,13 +375,18 @@ def overlap_report(context: dg.AssetExecutionContext, config: ReportConfig, stor
     from sigmap_lib.report import render_html_report
 
     catalog = catalog_table(storage)
-    meta = {r["key"]: {"family": r["family"], "format": r["format"], "function": r["function"]} for r in catalog.to_dicts()}
+    meta = {
+        r["key"]: {"family": r["family"], "format": r["format"], "function": r["function"]}
+        for r in catalog.to_dicts()
+    }
     levels = {}
     for name in ("semantic", "performance", "signature"):
         if storage.path("overlap", f"{name}.parquet").exists():
             levels[name] = load_matrix(storage, name)
     robustness, alignment = [], None
-    info, sigs, configs, fallback, ranks, corpus, y, arrays = signature_inputs(storage, catalog["key"].to_list())
+    info, sigs, configs, fallback, ranks, corpus, y, arrays = signature_inputs(
+        storage, catalog["key"].to_list()
+    )
     if config.robustness and "signature" in levels and len(sigs) >= 3:
         from sigmap_lib.robustness import signature_robustness
 
@@ -308,33 +395,69 @@ def overlap_report(context: dg.AssetExecutionContext, config: ReportConfig, stor
         unit_doc = np.asarray(corpus.unit_doc)
         half = int(np.searchsorted(unit_doc, unit_doc[len(unit_doc) // 2]))
         robustness = signature_robustness(
-            arrays, y, list(sigs), main=levels["signature"].subset(list(sigs)), unit_nbytes=corpus.unit_nbytes,
-            bpb_mean=ranks.bpb_mean, bpb_sd=ranks.bpb_sd,
-            extract_kwargs={"k": scr["k"], "statistic": scr["statistic"], "two_sided": scr["two_sided"],
-                            "criterion": cfg.get("criterion", "aic"), "gamma": cfg.get("gamma", 0.5)},
-            corpus_split=half if half > 0 else None, n_model_subsets=config.n_model_subsets, seed=config.seed,
+            arrays,
+            y,
+            list(sigs),
+            main=levels["signature"].subset(list(sigs)),
+            unit_nbytes=corpus.unit_nbytes,
+            bpb_mean=ranks.bpb_mean,
+            bpb_sd=ranks.bpb_sd,
+            extract_kwargs={
+                "k": scr["k"],
+                "statistic": scr["statistic"],
+                "two_sided": scr["two_sided"],
+                "criterion": cfg.get("criterion", "aic"),
+                "gamma": cfg.get("gamma", 0.5),
+            },
+            corpus_split=half if half > 0 else None,
+            n_model_subsets=config.n_model_subsets,
+            seed=config.seed,
         )
     if config.alignment and sigs:
         from sigmap_lib.analysis import signature_content_alignment
 
-        contexts = {k: ["".join(corpus.context(int(u), n_left=20)) for u in units] for k, units in sigs.items()}
+        contexts = {
+            k: ["".join(corpus.context(int(u), n_left=20)) for u in units]
+            for k, units in sigs.items()
+        }
         questions = {k: v for k, v in load_questions(storage, list(sigs)).items()}
         contexts = {k: v for k, v in contexts.items() if k in questions}
         if contexts:
-            alignment = signature_content_alignment(contexts, questions, functions={k: meta[k]["function"] for k in contexts},
-                                                    cache_dir=str(storage.path("embeddings")))
+            alignment = signature_content_alignment(
+                contexts,
+                questions,
+                functions={k: meta[k]["function"] for k in contexts},
+                cache_dir=str(storage.path("embeddings")),
+            )
     extra, truth_summary = truth_sections(world.root(), storage, sigs, catalog)
-    sections, summary = build_overlap_report(levels, meta, storage.plots_dir(), robustness=robustness,
-                                             alignment=alignment, extra_sections=extra)
+    sections, summary = build_overlap_report(
+        levels,
+        meta,
+        storage.plots_dir(),
+        robustness=robustness,
+        alignment=alignment,
+        extra_sections=extra,
+    )
     summary.update(truth_summary)
     summary["signature_fallbacks"] = fallback
-    html = render_html_report(sections, storage.reports_dir() / "overlap_report.html", title="sigmap — benchmark overlap report",
-                              intro=f"{len(meta)} benchmarks, {len(info['models'])} models with NLL, levels: {', '.join(levels)}.")
+    html = render_html_report(
+        sections,
+        storage.reports_dir() / "overlap_report.html",
+        title="sigmap — benchmark overlap report",
+        intro=f"{len(meta)} benchmarks, {len(info['models'])} models with NLL, levels: {', '.join(levels)}.",
+    )
     write_json(summary, storage.path("reports", "overlap_summary.json"))
-    images = "\n\n".join(image_md(p, t) for t, p in [
-        ("three levels", storage.plots_dir() / "overlap_levels.png"),
-        *[(f"{lv} (clustered)", storage.plots_dir() / f"report_{lv}_heatmap.png") for lv in levels],
-    ] if p.exists())
+    images = "\n\n".join(
+        image_md(p, t)
+        for t, p in [
+            ("three levels", storage.plots_dir() / "overlap_levels.png"),
+            *[
+                (f"{lv} (clustered)", storage.plots_dir() / f"report_{lv}_heatmap.png")
+                for lv in levels
+            ],
+        ]
+        if p.exists()
+    )
     return dg.MaterializeResult(
         metadata={
             "report": dg.MetadataValue.path(str(html)),

@@ -3,7 +3,12 @@
 import dagster as dg
 import numpy as np
 
-from sigmap_assets.defs.overlap.assets import load_matrix, performance_overlap, semantic_overlap, signature_overlap
+from sigmap_assets.defs.overlap.assets import (
+    load_matrix,
+    performance_overlap,
+    semantic_overlap,
+    signature_overlap,
+)
 from sigmap_assets.resources import SigmapStorage
 
 
@@ -13,7 +18,9 @@ def matrix_problems(values: np.ndarray) -> list[str]:
     if v.ndim != 2 or v.shape[0] != v.shape[1]:
         return [f"not square: {v.shape}"]
     both = np.isfinite(v) & np.isfinite(v.T)
-    if not np.allclose(v[both], v.T[both], atol=1e-9) or not np.array_equal(np.isnan(v), np.isnan(v.T)):
+    if not np.allclose(v[both], v.T[both], atol=1e-9) or not np.array_equal(
+        np.isnan(v), np.isnan(v.T)
+    ):
         problems.append("not symmetric")
     if not np.allclose(np.diag(v), 1.0, atol=1e-9):
         problems.append(f"diagonal is not 1: {np.diag(v)[:10].tolist()}")
@@ -24,13 +31,22 @@ def matrix_problems(values: np.ndarray) -> list[str]:
 
 
 def _make_check(asset, name: str):
-    @dg.asset_check(asset=asset, name=f"{name}_matrix_valid", blocking=True,
-                    description="Symmetric, unit diagonal, values in [−1, 1].")
+    @dg.asset_check(
+        asset=asset,
+        name=f"{name}_matrix_valid",
+        blocking=True,
+        description="Symmetric, unit diagonal, values in [−1, 1].",
+    )
     def _check(storage: SigmapStorage) -> dg.AssetCheckResult:
         m = load_matrix(storage, name)
         problems = matrix_problems(m.values)
-        return dg.AssetCheckResult(passed=not problems, metadata={"problems": dg.MetadataValue.json(problems),
-                                                                  "nan_pairs": int(np.isnan(m.values).sum() // 2)})
+        return dg.AssetCheckResult(
+            passed=not problems,
+            metadata={
+                "problems": dg.MetadataValue.json(problems),
+                "nan_pairs": int(np.isnan(m.values).sum() // 2),
+            },
+        )
 
     return _check
 

@@ -25,14 +25,18 @@ class ScreeningConfig(dg.Config):
     chunk_units: int = 1 << 18
 
 
-def score_matrix(storage: SigmapStorage, model_keys: list[str], bench_keys: list[str]) -> np.ndarray:
+def score_matrix(
+    storage: SigmapStorage, model_keys: list[str], bench_keys: list[str]
+) -> np.ndarray:
     """Scores ``(n_models, n_benchmarks)`` aligned with the rank store's model order (NaN = missing)."""
     import polars as pl
 
     from sigmap_lib.scores import to_wide
 
     long = scores_long(storage).filter(pl.col("model_key").is_not_null())
-    long = long.select(pl.col("model_key").alias("model"), pl.col("benchmark_key").alias("benchmark"), "score")
+    long = long.select(
+        pl.col("model_key").alias("model"), pl.col("benchmark_key").alias("benchmark"), "score"
+    )
     _, _, values = to_wide(long, models=model_keys, benchmarks=bench_keys)
     return values
 
@@ -62,30 +66,68 @@ def screened_candidates(
     ranks = RankStore.open(info["path"])
     y = score_matrix(storage, info["models"], keys)
     results = screen(
-        ranks, y, q=config.q, k=config.k or None, two_sided=config.two_sided,
-        statistic=config.statistic, chunk_units=config.chunk_units, benchmark_names=keys,
+        ranks,
+        y,
+        q=config.q,
+        k=config.k or None,
+        two_sided=config.two_sided,
+        statistic=config.statistic,
+        chunk_units=config.chunk_units,
+        benchmark_names=keys,
     )
     rows, plots = [], []
     for key, res in zip(keys, results):
         out = storage.path("screening", key)
         write_parquet(
-            pl.DataFrame({"unit": res.indices, "thrush": res.thrush, "preselect": res.preselect, "strength": res.strength}),
+            pl.DataFrame(
+                {
+                    "unit": res.indices,
+                    "thrush": res.thrush,
+                    "preselect": res.preselect,
+                    "strength": res.strength,
+                }
+            ),
             out / "candidates.parquet",
         )
         summary = {
-            "benchmark": key, "statistic": res.statistic, "two_sided": res.two_sided, "k": res.k,
-            "n_units": res.n_units, "n_models": int(res.models_used.sum()),
+            "benchmark": key,
+            "statistic": res.statistic,
+            "two_sided": res.two_sided,
+            "k": res.k,
+            "n_units": res.n_units,
+            "n_models": int(res.models_used.sum()),
             "models_used": [m for m, u in zip(info["models"], res.models_used) if u],
-            "ranks_dir": info["dir"], "hist_edges": res.hist_edges, "hist_counts": res.hist_counts,
+            "ranks_dir": info["dir"],
+            "hist_edges": res.hist_edges,
+            "hist_counts": res.hist_counts,
             "best": res.best,
         }
         write_json(summary, out / "summary.json")
-        png = correlation_histogram(res.hist_edges, res.hist_counts, storage.plots_dir() / f"screening_{key}.png",
-                                    title=f"{key}: {res.statistic} over {res.n_units:,} units")
+        png = correlation_histogram(
+            res.hist_edges,
+            res.hist_counts,
+            storage.plots_dir() / f"screening_{key}.png",
+            title=f"{key}: {res.statistic} over {res.n_units:,} units",
+        )
         plots.append((key, png))
-        frac_small = float(res.hist_counts[np.abs((res.hist_edges[:-1] + res.hist_edges[1:]) / 2) < 0.2].sum() / max(res.n_units, 1)) if res.statistic == "thrush" else float("nan")
-        rows.append({"benchmark": key, "models": summary["n_models"], "units": res.n_units, "kept": len(res.indices),
-                     "best strength": res.best, "share |γ|<0.2": frac_small})
+        frac_small = (
+            float(
+                res.hist_counts[np.abs((res.hist_edges[:-1] + res.hist_edges[1:]) / 2) < 0.2].sum()
+                / max(res.n_units, 1)
+            )
+            if res.statistic == "thrush"
+            else float("nan")
+        )
+        rows.append(
+            {
+                "benchmark": key,
+                "models": summary["n_models"],
+                "units": res.n_units,
+                "kept": len(res.indices),
+                "best strength": res.best,
+                "share |γ|<0.2": frac_small,
+            }
+        )
     md = "\n\n".join(image_md(p, f"{k}: distribution of all correlations") for k, p in plots[:12])
     return dg.MaterializeResult(
         metadata={
@@ -114,10 +156,9 @@ class SignatureConfig(dg.Config):
 
 
 def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
+    from sigmap_assets.defs.models.assets import nll_store_dir
     from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.store import NLLStore
-
-    from sigmap_assets.defs.models.assets import nll_store_dir
 
     corpus = CorpusStore.open(storage.path("corpus", "store"))
     return [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)).array for k in model_keys]
@@ -131,7 +172,9 @@ def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
     automation_condition=partition_condition(),
     kinds={"parquet"},
 )
-def signatures(context: dg.AssetExecutionContext, config: SignatureConfig, storage: SigmapStorage) -> dg.MaterializeResult:
+def signatures(
+    context: dg.AssetExecutionContext, config: SignatureConfig, storage: SigmapStorage
+) -> dg.MaterializeResult:
     """Stage 2: forward selection (AIC by default) among each benchmark's screened candidates.
 
     Stores the signature units with their text and left context, coefficients, criterion
@@ -154,10 +197,19 @@ def signatures(context: dg.AssetExecutionContext, config: SignatureConfig, stora
         )
     y = score_matrix(storage, info["models"], keys)
     sigs = extract_signatures(
-        RankStore.open(info["path"]), y, nll_arrays=open_nll_arrays(storage, info["models"]),
-        benchmark_names=keys, k=first["k"], statistic=first["statistic"], two_sided=first["two_sided"],
-        criterion=config.criterion, gamma=config.gamma, loo=config.loo, n_bootstrap=config.n_bootstrap,
-        n_permutations=config.n_permutations, seed=config.seed,
+        RankStore.open(info["path"]),
+        y,
+        nll_arrays=open_nll_arrays(storage, info["models"]),
+        benchmark_names=keys,
+        k=first["k"],
+        statistic=first["statistic"],
+        two_sided=first["two_sided"],
+        criterion=config.criterion,
+        gamma=config.gamma,
+        loo=config.loo,
+        n_bootstrap=config.n_bootstrap,
+        n_permutations=config.n_permutations,
+        seed=config.seed,
     )
     corpus = CorpusStore.open(storage.path("corpus", "store"))
     rows, tables = [], []
@@ -166,26 +218,72 @@ def signatures(context: dg.AssetExecutionContext, config: SignatureConfig, stora
         units = []
         for order, (u, c) in enumerate(zip(sig.units.tolist(), sel.coef.tolist()), 1):
             left, text = corpus.context(int(u), n_left=config.context_units)
-            units.append({
-                "order": order, "unit": int(u), "text": text, "left_context": left, "coef": float(c),
-                "bootstrap_freq": float(sig.bootstrap_frequency[order - 1]) if sig.bootstrap_frequency is not None else None,
-                "doc": int(corpus.unit_doc[int(u)]),
-            })
+            units.append(
+                {
+                    "order": order,
+                    "unit": int(u),
+                    "text": text,
+                    "left_context": left,
+                    "coef": float(c),
+                    "bootstrap_freq": float(sig.bootstrap_frequency[order - 1])
+                    if sig.bootstrap_frequency is not None
+                    else None,
+                    "doc": int(corpus.unit_doc[int(u)]),
+                }
+            )
         out = storage.path("signatures", key)
-        write_parquet(pl.DataFrame(units, infer_schema_length=None) if units else pl.DataFrame(
-            schema={"order": pl.Int64, "unit": pl.Int64, "text": pl.String, "left_context": pl.String, "coef": pl.Float64,
-                    "bootstrap_freq": pl.Float64, "doc": pl.Int64}), out / "units.parquet")
-        summary = sig.summary() | {"ranks_dir": info["dir"], "models": info["models"], "config": config.model_dump()}
+        write_parquet(
+            pl.DataFrame(units, infer_schema_length=None)
+            if units
+            else pl.DataFrame(
+                schema={
+                    "order": pl.Int64,
+                    "unit": pl.Int64,
+                    "text": pl.String,
+                    "left_context": pl.String,
+                    "coef": pl.Float64,
+                    "bootstrap_freq": pl.Float64,
+                    "doc": pl.Int64,
+                }
+            ),
+            out / "units.parquet",
+        )
+        summary = sig.summary() | {
+            "ranks_dir": info["dir"],
+            "models": info["models"],
+            "config": config.model_dump(),
+        }
         write_json(summary, out / "summary.json")
         null = summary.get("null", {})
-        rows.append({
-            "benchmark": key, "units": sel.k, "R²": sel.r2, "adj R²": sel.adj_r2, "LOO R²": sig.loo_r2,
-            "best |corr|": sig.screen.best, "null best (median)": null.get("null_best_strength_median"),
-            "p (best)": null.get("p_best_strength"), "p (R²)": null.get("p_r2"),
-        })
-        tables.append(f"### {key}\n\n" + md_table(
-            [{"#": u["order"], "unit": repr(u["text"]), "left context": "…" + u["left_context"][-60:], "coef": u["coef"],
-              "boot freq": u["bootstrap_freq"]} for u in units], max_rows=15))
+        rows.append(
+            {
+                "benchmark": key,
+                "units": sel.k,
+                "R²": sel.r2,
+                "adj R²": sel.adj_r2,
+                "LOO R²": sig.loo_r2,
+                "best |corr|": sig.screen.best,
+                "null best (median)": null.get("null_best_strength_median"),
+                "p (best)": null.get("p_best_strength"),
+                "p (R²)": null.get("p_r2"),
+            }
+        )
+        tables.append(
+            f"### {key}\n\n"
+            + md_table(
+                [
+                    {
+                        "#": u["order"],
+                        "unit": repr(u["text"]),
+                        "left context": "…" + u["left_context"][-60:],
+                        "coef": u["coef"],
+                        "boot freq": u["bootstrap_freq"],
+                    }
+                    for u in units
+                ],
+                max_rows=15,
+            )
+        )
     return dg.MaterializeResult(
         metadata={
             "benchmarks": len(keys),

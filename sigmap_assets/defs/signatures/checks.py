@@ -13,8 +13,14 @@ def _keys(context: dg.AssetCheckExecutionContext) -> list[str]:
     return list(ctx.partition_keys) if ctx.has_partition_key_range or ctx.has_partition_key else []
 
 
-@dg.asset_check(asset=signatures, blocking=True, description="Each signature selects >= 1 unit with finite coefficients and R² in [0, 1].")
-def signature_nonempty_finite(context: dg.AssetCheckExecutionContext, storage: SigmapStorage) -> dg.AssetCheckResult:
+@dg.asset_check(
+    asset=signatures,
+    blocking=True,
+    description="Each signature selects >= 1 unit with finite coefficients and R² in [0, 1].",
+)
+def signature_nonempty_finite(
+    context: dg.AssetCheckExecutionContext, storage: SigmapStorage
+) -> dg.AssetCheckResult:
     problems = {}
     for key in _keys(context):
         s = read_json(storage.path("signatures", key, "summary.json"))
@@ -25,4 +31,6 @@ def signature_nonempty_finite(context: dg.AssetCheckExecutionContext, storage: S
             problems[key] = "non-finite coefficients"
         elif not (0.0 <= s["r2"] <= 1.0 + 1e-9):
             problems[key] = f"R² {s['r2']} outside [0, 1]"
-    return dg.AssetCheckResult(passed=not problems, metadata={"problems": dg.MetadataValue.json(problems)})
+    return dg.AssetCheckResult(
+        passed=not problems, metadata={"problems": dg.MetadataValue.json(problems)}
+    )

@@ -1,6 +1,5 @@
 """The world the graph runs on: the embedded tiny-model zoo, the synthetic world, or a folder."""
 
-
 import os
 import sys
 import time
@@ -35,7 +34,9 @@ def model_zoo(context: dg.AssetExecutionContext, world: WorldResource) -> dg.Mat
             if os.environ.get("SIGMAP_PROGRESS"):
                 print(f"    {line}", file=sys.stderr, flush=True)
 
-        built = build_zoo_world(root, seed=world.seed, quick=world.resolved_quick(), progress=progress)
+        built = build_zoo_world(
+            root, seed=world.seed, quick=world.resolved_quick(), progress=progress
+        )
         extra.update(_summary_metadata(built))
     elif kind == "synthetic":
         from sigmap_lib.worlds.synthetic import make_synthetic_world
