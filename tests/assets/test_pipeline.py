@@ -28,3 +28,21 @@ def test_graph_end_to_end_on_synthetic_world(project: Project) -> None:
     v = sig["values"]
     assert np.allclose(np.diag(v), 1) and np.allclose(v, v.T, equal_nan=True)
     assert np.nanmin(sig["p_value"]) > 0
+
+
+def test_benchmark_with_constant_scores_is_skipped_not_fatal(project: Project) -> None:
+    """One benchmark whose scores are all equal is reported as not screenable; the
+    single-run screening and selection still serve every other benchmark."""
+    world = Path(project.world.path)
+    scores = pl.read_csv(world / "scores.csv")
+    victim = scores.columns[1]
+    scores.with_columns(pl.lit(50.0).alias(victim)).write_csv(world / "scores.csv")
+    project.through("signatures")
+    root = Path(project.storage.root)
+    keys = project.keys("benchmarks")
+    summary = json.loads((root / "screening" / victim / "summary.json").read_text())
+    assert "constant" in summary["skipped"]
+    assert json.loads((root / "signatures" / victim / "summary.json").read_text())["skipped"]
+    others = [k for k in keys if k != victim]
+    for k in others:
+        assert len(json.loads((root / "signatures" / k / "summary.json").read_text())["units"]) >= 1

@@ -183,8 +183,8 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
             continue
         units = pl.read_parquet(p)["unit"].to_numpy()
         summary = read_json(storage.path("signatures", k, "summary.json"))
-        if summary.get("ranks_dir") != info["dir"]:
-            continue  # stale: built on another model set
+        if summary.get("ranks_dir") != info["dir"] or "skipped" in summary:
+            continue  # stale (built on another model set) or not screenable
         if units.size == 0:
             cands = pl.read_parquet(storage.path("screening", k, "candidates.parquet"))[
                 "unit"

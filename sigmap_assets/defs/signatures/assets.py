@@ -6,6 +6,7 @@ of every benchmark is ONE run and one streaming pass over the rank matrix.
 
 import dagster as dg
 import numpy as np
+import polars as pl
 
 from sigmap_assets.automation import partition_condition
 from sigmap_assets.metadata import image_md, md_table
@@ -41,6 +42,31 @@ def score_matrix(
     return values
 
 
+def unscreenable(y: np.ndarray) -> str | None:
+    """Why a benchmark's scores cannot be screened (None when they can).
+
+    Rank statistics need >= 3 scored models whose scores are not all equal — and still not
+    all equal when any one model is left out (leave-one-model-out R²)."""
+    v = y[np.isfinite(y)]
+    if v.size < 3:
+        return f"only {v.size} scored model(s) with NLL"
+    _, counts = np.unique(v, return_counts=True)
+    if counts.max() > v.size - 2:
+        return f"scores are (almost) constant: {counts.max()} of {v.size} models share one value"
+    return None
+
+
+def split_screenable(y: np.ndarray, keys: list[str]) -> tuple[list[int], dict[str, str]]:
+    valid, skipped = [], {}
+    for j, key in enumerate(keys):
+        reason = unscreenable(y[:, j])
+        if reason is None:
+            valid.append(j)
+        else:
+            skipped[key] = reason
+    return valid, skipped
+
+
 @dg.asset(
     group_name="signatures",
     partitions_def=benchmarks_partitions,
@@ -64,16 +90,40 @@ def screened_candidates(
     keys = list(context.partition_keys)
     info = current_ranks(storage)
     ranks = RankStore.open(info["path"])
-    y = score_matrix(storage, info["models"], keys)
-    results = screen(
-        ranks,
-        y,
-        q=config.q,
-        k=config.k or None,
-        two_sided=config.two_sided,
-        statistic=config.statistic,
-        chunk_units=config.chunk_units,
-        benchmark_names=keys,
+    y_all = score_matrix(storage, info["models"], keys)
+    valid, skipped = split_screenable(y_all, keys)
+    for key, reason in skipped.items():
+        context.log.warning(f"benchmark {key} not screened: {reason}")
+        write_parquet(
+            pl.DataFrame(
+                schema={
+                    "unit": pl.Int64,
+                    "thrush": pl.Float64,
+                    "preselect": pl.Float64,
+                    "strength": pl.Float64,
+                }
+            ),
+            storage.path("screening", key, "candidates.parquet"),
+        )
+        write_json(
+            {"benchmark": key, "skipped": reason, "ranks_dir": info["dir"]},
+            storage.path("screening", key, "summary.json"),
+        )
+    keys = [keys[j] for j in valid]
+    y = y_all[:, valid]
+    results = (
+        screen(
+            ranks,
+            y,
+            q=config.q,
+            k=config.k or None,
+            two_sided=config.two_sided,
+            statistic=config.statistic,
+            chunk_units=config.chunk_units,
+            benchmark_names=keys,
+        )
+        if keys
+        else []
     )
     rows, plots = [], []
     for key, res in zip(keys, results):
@@ -132,12 +182,24 @@ def screened_candidates(
     return dg.MaterializeResult(
         metadata={
             "benchmarks": len(keys),
+            "not_screened": dg.MetadataValue.json(skipped),
             "units_screened": ranks.n_units,
             "models": len(info["models"]),
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
             "histograms": dg.MetadataValue.md(md),
         }
     )
+
+
+UNIT_SCHEMA = {
+    "order": pl.Int64,
+    "unit": pl.Int64,
+    "text": pl.String,
+    "left_context": pl.String,
+    "coef": pl.Float64,
+    "bootstrap_freq": pl.Float64,
+    "doc": pl.Int64,
+}
 
 
 class SignatureConfig(dg.Config):
@@ -189,12 +251,28 @@ def signatures(
 
     keys = list(context.partition_keys)
     info = current_ranks(storage)
-    first = read_json(storage.path("screening", keys[0], "summary.json"))
-    if first["ranks_dir"] != info["dir"]:
+    screened = {k: read_json(storage.path("screening", k, "summary.json")) for k in keys}
+    stale = [k for k, v in screened.items() if v["ranks_dir"] != info["dir"]]
+    if stale:
         raise dg.Failure(
-            f"screened_candidates for {keys[0]} used ranks {first['ranks_dir']} but the current ranks are "
-            f"{info['dir']}: re-materialize screened_candidates first"
+            f"screened_candidates for {stale} used other ranks than the current {info['dir']}: "
+            "re-materialize screened_candidates first"
         )
+    skipped = {k: v["skipped"] for k, v in screened.items() if "skipped" in v}
+    for key, reason in skipped.items():
+        write_parquet(
+            pl.DataFrame(schema=UNIT_SCHEMA), storage.path("signatures", key, "units.parquet")
+        )
+        write_json(
+            {"benchmark": key, "skipped": reason, "units": [], "ranks_dir": info["dir"]},
+            storage.path("signatures", key, "summary.json"),
+        )
+    keys = [k for k in keys if k not in skipped]
+    if not keys:
+        return dg.MaterializeResult(
+            metadata={"benchmarks": 0, "not_screened": dg.MetadataValue.json(skipped)}
+        )
+    first = screened[keys[0]]
     y = score_matrix(storage, info["models"], keys)
     sigs = extract_signatures(
         RankStore.open(info["path"]),
@@ -233,19 +311,7 @@ def signatures(
             )
         out = storage.path("signatures", key)
         write_parquet(
-            pl.DataFrame(units, infer_schema_length=None)
-            if units
-            else pl.DataFrame(
-                schema={
-                    "order": pl.Int64,
-                    "unit": pl.Int64,
-                    "text": pl.String,
-                    "left_context": pl.String,
-                    "coef": pl.Float64,
-                    "bootstrap_freq": pl.Float64,
-                    "doc": pl.Int64,
-                }
-            ),
+            pl.DataFrame(units, schema=UNIT_SCHEMA) if units else pl.DataFrame(schema=UNIT_SCHEMA),
             out / "units.parquet",
         )
         summary = sig.summary() | {
@@ -287,6 +353,7 @@ def signatures(
     return dg.MaterializeResult(
         metadata={
             "benchmarks": len(keys),
+            "not_screened": dg.MetadataValue.json(skipped),
             "criterion": config.criterion,
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
             "signatures": dg.MetadataValue.md("\n\n".join(tables)),

@@ -24,6 +24,8 @@ def signature_nonempty_finite(
     problems = {}
     for key in _keys(context):
         s = read_json(storage.path("signatures", key, "summary.json"))
+        if "skipped" in s:
+            continue  # not screenable (constant scores): reported by the asset, nothing to check
         coef = np.asarray(s["coef"], dtype=float)
         if len(s["units"]) == 0:
             problems[key] = "empty signature (no unit lowered the criterion)"
