@@ -61,31 +61,22 @@ def domain_shares(
     return pl.DataFrame(rows)
 
 
-def matching_domain_summary(shares, function_to_domain: Mapping[str, str]):
-    """Per benchmark: the share of signature units in the domain its function targets.
+def matching_domain_summary(shares, bench_domain: Mapping[str, str]):
+    """Per benchmark: the share of its signature units in the corpus domain it targets.
 
-    ``function_to_domain`` maps a benchmark function (e.g. ``arithmetic``) to the corpus
-    domain that exercises it (e.g. ``arithmetic``); benchmarks whose function has no
-    domain are left out.
+    ``bench_domain`` maps a benchmark to the corpus domain whose text exercises its skill
+    (e.g. ``cloze_arithmetic`` → ``arithmetic``); benchmarks without one are left out.
+    ``lift`` > 1 means the signature over-represents that domain relative to the corpus.
     """
     import polars as pl
 
     rows = []
     for bench in shares["benchmark"].unique(maintain_order=True).to_list():
         sub = shares.filter(pl.col("benchmark") == bench)
-        fn = sub["function"][0]
-        dom = function_to_domain.get(fn)
+        dom = bench_domain.get(bench)
         if dom is None or dom not in sub["domain"].to_list():
             continue
         r = sub.filter(pl.col("domain") == dom).row(0, named=True)
-        rows.append(
-            {
-                "benchmark": bench,
-                "function": fn,
-                "domain": dom,
-                "signature_share": r["share"],
-                "corpus_share": r["corpus_share"],
-                "lift": r["lift"],
-            }
-        )
+        rows.append({"benchmark": bench, "function": sub["function"][0], "domain": dom,
+                     "signature_share": r["share"], "corpus_share": r["corpus_share"], "lift": r["lift"]})
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"benchmark": pl.String})

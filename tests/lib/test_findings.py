@@ -23,7 +23,7 @@ def test_domain_shares_match_brute_force_counts() -> None:
             assert np.isclose(row["share"], n / len(units))
             assert np.isclose(row["corpus_share"], corpus)
             assert np.isclose(row["lift"], (n / len(units)) / corpus)
-    summary = matching_domain_summary(out, {"code": "code", "arithmetic": "arithmetic"})
+    summary = matching_domain_summary(out, {"b1": "code", "b2": "arithmetic"})
     assert summary["benchmark"].to_list() == ["b1", "b2"]
     assert summary.filter(pl.col("benchmark") == "b1")["domain"][0] == "code"
 

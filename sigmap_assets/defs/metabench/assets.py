@@ -7,6 +7,8 @@ union of selections, total-score reconstruction from all θs, one-factor analysi
 export of the items and a report. Benchmarks without item-level responses are skipped.
 """
 
+import json
+
 import dagster as dg
 
 from sigmap_assets.automation import aggregate_condition, partition_condition
@@ -14,6 +16,7 @@ from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.tables import catalog_table, write_json
+from sigmap_lib.errors import SigmapInputError
 
 
 class MetabenchSettings(dg.Config):
@@ -74,6 +77,21 @@ def mb_dir(storage: SigmapStorage, key: str, stage: str):
     return storage.path("metabench", key, stage)
 
 
+def skip_reason(storage: SigmapStorage, key: str) -> str | None:
+    """Why a benchmark dropped out of metabench (set by the stage that could not process it)."""
+    p = storage.path("metabench", key, "skipped.json")
+    return json.loads(p.read_text())["reason"] if p.exists() else None
+
+
+def mark_skipped(
+    context: dg.AssetExecutionContext, storage: SigmapStorage, key: str, stage: str, exc: Exception
+) -> dict:
+    reason = f"{stage}: {exc}"
+    context.log.warning(f"metabench: benchmark {key} skipped at {reason}")
+    write_json({"stage": stage, "reason": reason}, storage.path("metabench", key, "skipped.json"))
+    return {"benchmark": key, "status": f"skipped ({reason})"}
+
+
 _common = dict(
     group_name="metabench",
     partitions_def=benchmarks_partitions,
@@ -100,10 +118,20 @@ def irt_item_pool(
         if key not in responses:
             rows.append({"benchmark": key, "status": "no item responses: skipped"})
             continue
-        pool = build_item_pool(
-            key, responses[key], full[key], split, seed=config.seed, config=config.lib_config(world)
-        )
+        try:
+            pool = build_item_pool(
+                key,
+                responses[key],
+                full[key],
+                split,
+                seed=config.seed,
+                config=config.lib_config(world),
+            )
+        except SigmapInputError as exc:
+            rows.append(mark_skipped(context, storage, key, "item pool", exc))
+            continue
         save_item_pool(pool, mb_dir(storage, key, "pool"))
+        storage.path("metabench", key, "skipped.json").unlink(missing_ok=True)
         excluded = pool.item_stats["excluded_by"].fillna("").astype(str)
         rows.append(
             {
@@ -142,10 +170,16 @@ def irt_fits(
     responses, full = load_responses(storage)
     rows = []
     for key in context.partition_keys:
-        if key not in responses:
+        if key not in responses or skip_reason(storage, key):
             continue
         pool = load_item_pool(mb_dir(storage, key, "pool"))
-        pirt = fit_pool_irt(key, responses[key], full[key], pool, config=config.lib_config(world))
+        try:
+            pirt = fit_pool_irt(
+                key, responses[key], full[key], pool, config=config.lib_config(world)
+            )
+        except SigmapInputError as exc:
+            rows.append(mark_skipped(context, storage, key, "IRT fit", exc))
+            continue
         save_pool_irt(pirt, mb_dir(storage, key, "irt"))
         for r in pirt.cv.to_dict(orient="records"):
             rows.append({"benchmark": key, **r})
@@ -172,19 +206,23 @@ def metabench_selection(
     split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]
     rows = []
     for key in context.partition_keys:
-        if key not in responses:
+        if key not in responses or skip_reason(storage, key):
             continue
         pool = load_item_pool(mb_dir(storage, key, "pool"))
         pirt = load_pool_irt(mb_dir(storage, key, "irt"))
-        fit = select_items(
-            key,
-            responses[key],
-            full[key],
-            pool,
-            pirt,
-            seed=config.seed,
-            config=config.lib_config(world),
-        )
+        try:
+            fit = select_items(
+                key,
+                responses[key],
+                full[key],
+                pool,
+                pirt,
+                seed=config.seed,
+                config=config.lib_config(world),
+            )
+        except SigmapInputError as exc:
+            rows.append(mark_skipped(context, storage, key, "selection", exc))
+            continue
         save_benchmark_fit(fit, split, config.lib_config(world), mb_dir(storage, key, "selection"))
         rows.append(
             {
@@ -232,18 +270,21 @@ def metabench(
 
     responses, full = load_responses(storage)
     split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]
-    fits = {}
+    fits, skipped = {}, {}
     for key in responses:
         d = mb_dir(storage, key, "selection")
-        if (d / "metabench.json").exists():
+        if skip_reason(storage, key):
+            skipped[key] = skip_reason(storage, key)
+        elif (d / "metabench.json").exists():
             fits[key] = load_benchmark_fit(d)
     if not fits:
-        raise dg.Failure("no metabench_selection is materialized yet")
-    joint = (
-        fit_joint(fits, full[list(fits)], split, config=config.lib_config(world))
-        if len(fits) >= 2
-        else None
-    )
+        raise dg.Failure(f"no benchmark could be distilled (skipped: {skipped})")
+    joint, joint_error = None, None
+    if len(fits) >= 2:
+        try:
+            joint = fit_joint(fits, full[list(fits)], split, config=config.lib_config(world))
+        except SigmapInputError as exc:
+            joint_error = str(exc)
     fit = MetabenchFit(
         config=config.lib_config(world), seed=config.seed, split=split, benchmarks=fits, joint=joint
     )
@@ -268,6 +309,8 @@ def metabench(
         "grand_test_rmse": fit.grand_test_rmse,
         "factor_spearman_with_grand": float(joint.factor_spearman) if joint is not None else None,
     }
+    summary["skipped_benchmarks"] = skipped
+    summary["joint_error"] = joint_error
     write_json(summary, storage.path("reports", "metabench_summary.json"))
     sections = [
         Section(
@@ -294,6 +337,7 @@ def metabench(
     return dg.MaterializeResult(
         metadata={
             "items_selected": fit.n_selected,
+            "skipped_benchmarks": dg.MetadataValue.json(skipped),
             "items_total": int(n_items),
             "compression_pct": round(summary["compression_pct"], 2),
             "grand_test_rmse": fit.grand_test_rmse,

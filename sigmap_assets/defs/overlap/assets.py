@@ -66,7 +66,7 @@ def matrix_metadata(storage: SigmapStorage, matrix, name: str, title: str) -> di
 
 
 class PerformanceConfig(dg.Config):
-    min_common: int = 10
+    min_common: int = 5
     """Pairs scored on fewer common models get no value."""
 
 
@@ -339,8 +339,14 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
         per_doc = np.asarray(doc_domain)
     unit_domain = per_doc[np.asarray(corpus.unit_doc)]
     shares = domain_shares(sigs, unit_domain, functions)
-    f2d = truth.get("function_domain", {})
-    match = matching_domain_summary(shares, f2d)
+    by_name = truth.get("benchmarks", {})
+    key_of = dict(zip(catalog["benchmark"].to_list(), catalog["key"].to_list()))
+    bench_domain = {
+        key_of[n]: v["domain"]
+        for n, v in by_name.items()
+        if isinstance(v, dict) and v.get("domain") and n in key_of
+    }
+    match = matching_domain_summary(shares, bench_domain)
     text = (
         "Share of each benchmark's signature units that fall in each corpus domain, against the domain's "
         "share of all corpus units (lift > 1: the signature over-represents the domain)."
