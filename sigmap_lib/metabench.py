@@ -352,6 +352,11 @@ def build_item_pool(
     total = x.sum(axis=1)
     cut = np.quantile(total[train], cfg.outlier_quantile)
     outlier = train & (total <= cut)
+    # "at or below the 0.1 % quantile" (ALGORITHM.md) assumes few ties at the cut; when many
+    # models share the minimum (e.g. undertrained models scoring 0 on a cloze task) it would
+    # drop far more than the intended fraction, so ties at the cut are then kept.
+    if outlier.sum() > max(2.0 * cfg.outlier_quantile * train.sum(), 1.0):
+        outlier = train & (total < cut)
     role[outlier] = "outlier"
     train = role == "train"
     stats = item_statistics(x[train], cfg.guess_factor)

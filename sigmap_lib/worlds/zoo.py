@@ -949,9 +949,11 @@ def metabench_settings(n_items: int) -> dict[str, Any]:
     every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
     test split is kept at 10 % (8 models); a 6-df GAM needs only 24 training points, a
     40-point θ grid (at most the item count) suits ~100 items, 100 pool subsets suffice
-    (benchmarks have fewer items than the pool size, so none are drawn), and the
-    per-item penalty is scaled up as for the synthetic world (λ = 0.005 would keep
-    almost every item of a short benchmark).
+    (benchmarks have fewer items than the pool size, so none are drawn), items need
+    sd > 0.2 (>= ~5 % correct or wrong: with the default 0.01 an item answered right by
+    one or two models can have no variance among the training models of the refit,
+    which the IRT fit rejects), and the per-item penalty is scaled up as for the
+    synthetic world (λ = 0.005 would keep almost every item of a short benchmark).
     """
     return {
         "metabench": {
@@ -960,6 +962,7 @@ def metabench_settings(n_items: int) -> dict[str, Any]:
             "gam_df": 6,
             "test_frac": 0.1,
             "n_subsets": 100,
+            "sd_min": 0.2,
         }
     }
 
