@@ -77,6 +77,14 @@ def matching_domain_summary(shares, bench_domain: Mapping[str, str]):
         if dom is None or dom not in sub["domain"].to_list():
             continue
         r = sub.filter(pl.col("domain") == dom).row(0, named=True)
-        rows.append({"benchmark": bench, "function": sub["function"][0], "domain": dom,
-                     "signature_share": r["share"], "corpus_share": r["corpus_share"], "lift": r["lift"]})
+        rows.append(
+            {
+                "benchmark": bench,
+                "function": sub["function"][0],
+                "domain": dom,
+                "signature_share": r["share"],
+                "corpus_share": r["corpus_share"],
+                "lift": r["lift"],
+            }
+        )
     return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"benchmark": pl.String})
