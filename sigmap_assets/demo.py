@@ -259,6 +259,8 @@ class DemoRunner:
                     self._materialize(step.assets, partition=k)
                     sigs[k] = self._signature(step.assets[0], k)
                     self._save()
+                    prog.consumed(expected / len(todo))  # ETA moves model by model
+                expected = 0.0 if todo else expected
                 if not todo:
                     prog.line(label, f"{step.assets[0]}: all {len(keys)} models up to date")
                 (summary["ran"] if todo else summary["skipped"]).append(step.stage)
