@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -867,10 +866,10 @@ class MetabenchFit:
     # -- persistence ---------------------------------------------------------
     def save(self, path: str | os.PathLike) -> Path:
         """Write to folder ``path`` atomically (temporary sibling folder, then rename)."""
+        from sigmap_lib.atomic import atomic_dir
+
         dest = Path(path)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.", dir=dest.parent))
-        try:
+        with atomic_dir(dest) as tmp:
             meta: dict[str, Any] = {
                 "format": "sigmap-metabench-1",
                 "config": self.config.to_dict(),
@@ -918,16 +917,6 @@ class MetabenchFit:
                 for bm, g in j.bench_gams.items():
                     _gam_frame(g).to_parquet(tmp / f"joint__{bm}__gam.parquet")
             (tmp / "metabench.json").write_text(json.dumps(meta, indent=1, default=float))
-            if dest.exists():
-                old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
-                os.replace(dest, old)
-                os.replace(tmp, dest)
-                shutil.rmtree(old, ignore_errors=True)
-            else:
-                os.replace(tmp, dest)
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
         return dest
 
     @classmethod
