@@ -74,3 +74,10 @@ def current_ranks(storage: SigmapStorage) -> dict:
     info = read_json(path)
     info["path"] = storage.path("ranks", info["dir"])
     return info
+
+
+def open_corpus(storage: SigmapStorage):
+    """The corpus store `corpus_units` built (units, documents, shards, fingerprint)."""
+    from sigmap_lib.corpus import CorpusStore
+
+    return CorpusStore.open(storage.path("corpus", "store"))

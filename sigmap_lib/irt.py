@@ -30,6 +30,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -188,17 +189,22 @@ def fit_irt(
     a0 = sign * 1.0
     pc = np.clip(p, 0.02, 0.98)
     b0 = -np.log(pc / (1 - pc)) / (1.7 * a0)
+
     # 1) mirt's own path (native fast path for 2PL) with its default box; 2) if any
     #    estimate sits on that box, refit in the wide box from start values.
-    res = mirt.fit_mirt(
-        x,
-        model=model,
-        max_iter=int(max_iter),
-        tol=float(tol),
-        n_quadpts=int(n_quadpts),
-        compute_standard_errors=False,
-        item_names=items,
-    )
+    def em(**extra: Any) -> Any:
+        return mirt.fit_mirt(
+            x,
+            model=model,
+            max_iter=int(max_iter),
+            tol=float(tol),
+            n_quadpts=int(n_quadpts),
+            compute_standard_errors=False,
+            item_names=items,
+            **extra,
+        )
+
+    res = em()
     refit = _on_default_bounds(res.model.parameters)
     # which EM runs happened and whether each converged (lets callers reuse a fit that
     # converged under a smaller cycle limit: mirt's EM uses max_iter only as the bound)
@@ -219,16 +225,7 @@ def fit_irt(
         if model == "4PL":
             start["upper"] = np.where(refit, 0.98, np.asarray(pars["upper"], float).reshape(m))
         with _wide_mirt_bounds(bounds or WIDE_BOUNDS):
-            res = mirt.fit_mirt(
-                x,
-                model=model,
-                max_iter=int(max_iter),
-                tol=float(tol),
-                n_quadpts=int(n_quadpts),
-                compute_standard_errors=False,
-                start_values=start,
-                item_names=items,
-            )
+            res = em(start_values=start)
         stages.append(
             {"box": "wide", "converged": bool(res.converged), "n_iterations": int(res.n_iterations)}
         )

@@ -4,7 +4,7 @@ import dagster as dg
 
 from sigmap_assets.defs.benchmarks.assets import benchmark_scores
 from sigmap_assets.resources import SigmapStorage, WorldResource
-from sigmap_assets.tables import scores_long
+from sigmap_assets.tables import open_corpus, scores_long
 
 
 @dg.asset_check(
@@ -41,11 +41,10 @@ def scored_models_have_nll(world: WorldResource, storage: SigmapStorage) -> dg.A
     import polars as pl
 
     from sigmap_assets.defs.models.assets import nll_store_dir
-    from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.registry import read_registry
     from sigmap_lib.store import NLLStore
 
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     specs = read_registry(world.file("models.yaml"))
     with_nll = set()
     for s in specs:

@@ -10,6 +10,7 @@ from sigmap_assets.automation import aggregate_condition
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import models_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
+from sigmap_assets.tables import open_corpus
 
 GPU_OP_TAGS = {
     "dagster-k8s/config": {
@@ -107,11 +108,10 @@ def token_nll(
     world: WorldResource,
     compute: ComputeResource,
 ) -> dg.MaterializeResult:
-    from sigmap_lib.corpus import CorpusStore
 
     key = context.partition_key
     spec = registry_row(world, key)
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     out = nll_store_dir(storage, corpus.fingerprint, key)
     t0 = time.perf_counter()
     if spec.nll_source:
@@ -164,12 +164,10 @@ def token_nll(
 def nll_ranks(
     context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource
 ) -> dg.MaterializeResult:
-
-    from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.ranks import RankStore, build_rank_store
     from sigmap_lib.store import NLLStore
 
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     complete, missing = [], []
     for spec in registry_specs(world):
         d = nll_store_dir(storage, corpus.fingerprint, spec.key)

@@ -5,6 +5,7 @@ import numpy as np
 
 from sigmap_assets.defs.models.assets import nll_store_dir, token_nll
 from sigmap_assets.resources import SigmapStorage
+from sigmap_assets.tables import open_corpus
 
 
 @dg.asset_check(
@@ -15,11 +16,10 @@ from sigmap_assets.resources import SigmapStorage
 def token_nll_valid(
     context: dg.AssetCheckExecutionContext, storage: SigmapStorage
 ) -> dg.AssetCheckResult:
-    from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.store import NLLStore
 
     key = context.op_execution_context.partition_key
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     store = NLLStore.open(nll_store_dir(storage, corpus.fingerprint, key))
     bad_shards = store.verify()
     problems = []

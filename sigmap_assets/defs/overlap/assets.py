@@ -9,6 +9,7 @@ from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.tables import (
     catalog_table,
     current_ranks,
+    open_corpus,
     read_json,
     scores_long,
     write_json,
@@ -172,7 +173,6 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
     import polars as pl
 
     from sigmap_assets.defs.signatures.assets import open_nll_arrays, score_matrix
-    from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.ranks import RankStore
 
     info = current_ranks(storage)
@@ -195,7 +195,7 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
             sigs[k] = units
             configs[k] = summary.get("config", {})
     ranks = RankStore.open(info["path"])
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     bench = list(sigs)
     y = score_matrix(storage, info["models"], bench)
     arrays = open_nll_arrays(storage, info["models"])
@@ -328,10 +328,9 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
     doc_domain = truth.get("doc_domain") or truth.get("corpus_domains")
     if not doc_domain:
         return [], {}
-    from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.findings import domain_shares, matching_domain_summary
 
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     doc_ids = corpus.doc_ids if hasattr(corpus, "doc_ids") else None
     if isinstance(doc_domain, dict) and doc_ids is not None:
         per_doc = np.array([doc_domain.get(str(d), "unknown") for d in doc_ids])

@@ -12,7 +12,14 @@ from sigmap_assets.automation import partition_condition
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage
-from sigmap_assets.tables import current_ranks, read_json, scores_long, write_json, write_parquet
+from sigmap_assets.tables import (
+    current_ranks,
+    open_corpus,
+    read_json,
+    scores_long,
+    write_json,
+    write_parquet,
+)
 
 
 class ScreeningConfig(dg.Config):
@@ -219,10 +226,9 @@ class SignatureConfig(dg.Config):
 
 def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
     from sigmap_assets.defs.models.assets import nll_store_dir
-    from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.store import NLLStore
 
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     return [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)).array for k in model_keys]
 
 
@@ -245,7 +251,6 @@ def signatures(
     stands above chance at this m and d)."""
     import polars as pl
 
-    from sigmap_lib.corpus import CorpusStore
     from sigmap_lib.ranks import RankStore
     from sigmap_lib.signature import extract_signatures
 
@@ -289,7 +294,7 @@ def signatures(
         n_permutations=config.n_permutations,
         seed=config.seed,
     )
-    corpus = CorpusStore.open(storage.path("corpus", "store"))
+    corpus = open_corpus(storage)
     rows, tables = [], []
     for key, sig in zip(keys, sigs):
         sel = sig.selection
