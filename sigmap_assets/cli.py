@@ -4,7 +4,7 @@
     sigmap run                                           the same, on the configured world
     sigmap bench NAME [ARGS...]                          a benchmark; prints one JSON line last
     sigmap sync                                          add partitions for new models/benchmarks
-    sigmap realdata overlap|metabench                    analyses of ../shared/data
+    sigmap realdata overlap|metabench|heldout            analyses of ../shared/data
     sigmap dev [--host 127.0.0.1] [--port 3000]          the Dagster UI on this storage
     sigmap status                                        what is materialized
 
@@ -160,6 +160,10 @@ def cmd_realdata(args: argparse.Namespace) -> int:
         from sigmap_lib.analysis import real_data_overlap_summary
 
         result = real_data_overlap_summary(data)
+    elif args.what == "heldout":
+        from sigmap_lib.validation import DEFAULT_STEMS, heldout_reconstruction
+
+        result = {"fits": [heldout_reconstruction(data, stem) for stem in DEFAULT_STEMS]}
     else:
         from sigmap_lib.validation import real_data_validation
 
@@ -198,7 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="what is materialized")
     st.set_defaults(func=cmd_status)
     rd = sub.add_parser("realdata", help="analyses of the real public data in ../shared/data")
-    rd.add_argument("what", choices=["overlap", "metabench"])
+    rd.add_argument("what", choices=["overlap", "metabench", "heldout"])
     rd.add_argument("--data", help="path to shared/data")
     rd.set_defaults(func=cmd_realdata)
     dv = sub.add_parser("dev", help="start the Dagster UI (binds 127.0.0.1 unless told otherwise)")

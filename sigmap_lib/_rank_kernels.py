@@ -30,11 +30,39 @@ _MAX_CHUNKS = 64
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
 def load_block(v, u0, w, t):  # pragma: no cover - compiled
-    """``t[k, i] = v[u0 + i, k]`` for ``i < w`` (lanes ``i >= w`` keep stale values)."""
+    """``t[k, i] = v[u0 + i, k]`` for ``i < w`` (lanes ``i >= w`` keep stale values).
+
+    Reads along the contiguous axis of ``v`` (unit-major or model-major blocks alike) and
+    returns the number of NaN values loaded (0 for integer inputs).
+    """
     m = t.shape[0]
-    for i in range(w):
+    nan = 0
+    if v.strides[0] < v.strides[1]:  # model-major: a model's units are contiguous
         for k in range(m):
-            t[k, i] = v[u0 + i, k]
+            tk = t[k]
+            for i in range(w):
+                x = v[u0 + i, k]
+                tk[i] = x
+                nan += np.int32(x != x)
+    else:
+        for i in range(w):
+            for k in range(m):
+                x = v[u0 + i, k]
+                t[k, i] = x
+                nan += np.int32(x != x)
+    return nan
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def hist_add(h, x, lo, scale):  # pragma: no cover - compiled
+    """Add ``x`` to the fixed-width histogram row ``h`` (bins of width ``1/scale`` from ``lo``)."""
+    nbins = h.shape[0]
+    i = int((x - lo) * scale)
+    if i < 0:
+        i = 0
+    elif i >= nbins:
+        i = nbins - 1
+    h[i] += 1
 
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
@@ -59,21 +87,44 @@ def count_block(t, cnt):  # pragma: no cover - compiled
 
 @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
 def encode_blocked(v, out, u):  # pragma: no cover - compiled
-    """Codes of every row of ``v (n, m)`` (any layout) into ``out (n, m)``."""
+    """Codes of every row of ``v (n, m)`` (any layout) into ``out (n, m)``.
+
+    Returns the number of NaN values read (their rows' codes are meaningless).
+    """
     n, m = v.shape
     nblk = (n + u - 1) // u
     nchunk = min(nblk, _MAX_CHUNKS)
+    nan = 0
     for c in nb.prange(nchunk):
         t = np.zeros((m, u), v.dtype)
         cnt = np.zeros((m, u), np.int32)
         for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
             u0 = blk * u
             w = min(u, n - u0)
-            load_block(v, u0, w, t)
+            nan += load_block(v, u0, w, t)
             count_block(t, cnt)
             for i in range(w):
                 for k in range(m):
                     out[u0 + i, k] = cnt[k, i]
+    return nan
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def scaled_moments(v, scale, mean, m2):  # pragma: no cover - compiled
+    """Per column ``k`` of ``v (n, m)``: mean and sum of squared deviations of
+    ``v[:, k] * scale`` (float64, two passes, no temporaries) into ``mean``, ``m2``."""
+    n, m = v.shape
+    for k in nb.prange(m):
+        s = 0.0
+        for i in range(n):
+            s += np.float64(v[i, k]) * scale[i]
+        mu = s / n
+        q = 0.0
+        for i in range(n):
+            e = np.float64(v[i, k]) * scale[i] - mu
+            q += e * e
+        mean[k] = mu
+        m2[k] = q
 
 
 @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
@@ -91,15 +142,23 @@ def encode_rowwise(v, out):  # pragma: no cover - compiled
 
 
 @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-def rank_thrush(v, cneg, den, out, u):  # pragma: no cover - compiled
+def rank_thrush(v, cneg, den, out, u, lo, hi, hist, nan, codes):  # pragma: no cover
     """Fused ranking + Thrush: ``out[j, b] = (Σ_k cneg[k, b] · code_jk) / den[b]``.
 
     ``v (n, m)`` values (any layout, float or integer), ``cneg (m, B)`` int32 (``−c``),
     ``den (B,)`` float64, ``out (n, B)`` float64 (the integer sum divided in float64,
     bit-identical to ``raw / den`` in numpy).
+
+    Side outputs of the same pass (per prange work item ``c < _MAX_CHUNKS``):
+    ``hist (_MAX_CHUNKS, B, n_bins)`` int64 histograms of ``out`` over ``[lo, hi]`` (skipped
+    when ``n_bins == 0``), ``nan (_MAX_CHUNKS,)`` counts of NaN values read, and the rank
+    codes ``codes (n, m)`` uint8 (skipped when ``codes`` has no rows).
     """
     n, m = v.shape
     nbm = cneg.shape[1]
+    nbins = hist.shape[2]
+    scale = nbins / (hi - lo) if nbins > 0 else 0.0
+    want_codes = codes.shape[0] == n
     nblk = (n + u - 1) // u
     nchunk = min(nblk, _MAX_CHUNKS)
     for c in nb.prange(nchunk):
@@ -109,8 +168,12 @@ def rank_thrush(v, cneg, den, out, u):  # pragma: no cover - compiled
         for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
             u0 = blk * u
             w = min(u, n - u0)
-            load_block(v, u0, w, t)
+            nan[c] += load_block(v, u0, w, t)
             count_block(t, cnt)
+            if want_codes:
+                for i in range(w):
+                    for k in range(m):
+                        codes[u0 + i, k] = cnt[k, i]
             for b in range(nbm):
                 for i in range(u):
                     acc[i] = 0
@@ -122,17 +185,25 @@ def rank_thrush(v, cneg, den, out, u):  # pragma: no cover - compiled
                 db = den[b]
                 for i in range(w):
                     out[u0 + i, b] = np.float64(acc[i]) / db
+                if nbins > 0:
+                    hb = hist[c, b]
+                    for i in range(w):
+                        hist_add(hb, out[u0 + i, b], lo, scale)
 
 
 @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-def pair_sign_sum(v, ys, out, u):  # pragma: no cover - compiled
-    """``out[j, b] = Σ_{k<l} ys[p(k,l), b] · sign(v[j,k] − v[j,l])`` (float32, exact).
+def pair_sign_sum(v, ys, z, out, u, lo, hi, hist, nan):  # pragma: no cover - compiled
+    """Pre-select ``out[j, b] = ½ + S_jb / (2 z_b)`` with
+    ``S_jb = Σ_{k<l} ys[p(k,l), b] · sign(v[j,k] − v[j,l])`` (float32 sums: exact).
 
     ``v (n, m)`` values or rank codes (any layout); ``ys (P, B)`` float32 pair signs of the
-    scores in ``np.triu_indices(m, 1)`` order.
+    scores in ``np.triu_indices(m, 1)`` order, ``z (B,)`` float64 pairs with different scores.
+    ``hist`` and ``nan`` as in :func:`rank_thrush`.
     """
     n, m = v.shape
     nbm = ys.shape[1]
+    nbins = hist.shape[2]
+    scale = nbins / (hi - lo) if nbins > 0 else 0.0
     nblk = (n + u - 1) // u
     nchunk = min(nblk, _MAX_CHUNKS)
     for c in nb.prange(nchunk):
@@ -142,7 +213,7 @@ def pair_sign_sum(v, ys, out, u):  # pragma: no cover - compiled
         for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
             u0 = blk * u
             w = min(u, n - u0)
-            load_block(v, u0, w, t)
+            nan[c] += load_block(v, u0, w, t)
             for b in range(nbm):
                 ab = acc[b]
                 for i in range(u):
@@ -161,25 +232,24 @@ def pair_sign_sum(v, ys, out, u):  # pragma: no cover - compiled
                             for i in range(u):
                                 ab[i] += yv * sg[i]
                     p += 1
-            for i in range(w):
-                for b in range(nbm):
-                    out[u0 + i, b] = acc[b, i]
+            for b in range(nbm):
+                zb = 2.0 * z[b]
+                for i in range(w):
+                    out[u0 + i, b] = 0.5 + np.float64(acc[b, i]) / zb
+                if nbins > 0:
+                    hb = hist[c, b]
+                    for i in range(w):
+                        hist_add(hb, out[u0 + i, b], lo, scale)
 
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
 def histogram(x, lo, hi, counts):  # pragma: no cover - compiled
     """Fixed-width histogram of every column of ``x (n, B)`` into ``counts (B, n_bins)``."""
     n, nb_ = x.shape
-    nbins = counts.shape[1]
-    scale = nbins / (hi - lo)
+    scale = counts.shape[1] / (hi - lo)
     for j in range(n):
         for b in range(nb_):
-            i = int((x[j, b] - lo) * scale)
-            if i < 0:
-                i = 0
-            elif i >= nbins:
-                i = nbins - 1
-            counts[b, i] += 1
+            hist_add(counts[b], x[j, b], lo, scale)
 
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
@@ -197,18 +267,24 @@ def strength_value(x, kind):  # pragma: no cover - compiled
     return abs(x - 0.5) * 2.0
 
 
-@nb.njit(boundscheck=False, nogil=True, cache=True)
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
 def select_candidates(stat, kind, t_strict, t_weak, buf, nsel):  # pragma: no cover
     """Units whose strength is ``> t_strict[b]`` and ``>= t_weak[b]``, per benchmark.
 
-    Writes their row indices to ``buf[b, :nsel[b]]`` (in increasing order).
+    The rows are split into ``nsel.shape[0]`` consecutive parts ``[r0, r1)`` scanned in
+    parallel; part ``c`` writes its hits for benchmark ``b`` (increasing) to
+    ``buf[b, r0 : r0 + nsel[c, b]]``.
     """
     n, nbm = stat.shape
-    for b in range(nbm):
-        nsel[b] = 0
-    for j in range(n):
+    nparts = nsel.shape[0]
+    for c in nb.prange(nparts):
+        r0 = c * n // nparts
+        r1 = (c + 1) * n // nparts
         for b in range(nbm):
-            st = strength_value(stat[j, b], kind)
-            if st > t_strict[b] and st >= t_weak[b]:
-                buf[b, nsel[b]] = j
-                nsel[b] += 1
+            nsel[c, b] = 0
+        for j in range(r0, r1):
+            for b in range(nbm):
+                st = strength_value(stat[j, b], kind)
+                if st > t_strict[b] and st >= t_weak[b]:
+                    buf[b, r0 + nsel[c, b]] = j
+                    nsel[c, b] += 1

@@ -986,7 +986,12 @@ def _gam_load(df: pd.DataFrame, meta: dict) -> GamModel:
 
 
 def fit_metabench(
-    responses: dict[str, pd.DataFrame], full_scores: pd.DataFrame, *, seed: int = 0, **config: Any
+    responses: dict[str, pd.DataFrame],
+    full_scores: pd.DataFrame,
+    *,
+    seed: int = 0,
+    n_jobs: int = 1,
+    **config: Any,
 ) -> MetabenchFit:
     """Run the whole metabench pipeline.
 
@@ -996,6 +1001,7 @@ def fit_metabench(
         columns = item ids.
     full_scores : DataFrame (models x benchmarks) of normalised full scores (0-100).
     seed : seed of the test split, validation split, subsampling and baselines.
+    n_jobs : benchmarks fitted in parallel worker processes (see :func:`fit_benchmarks`).
     **config : any :class:`MetabenchConfig` field.
 
     Returns
@@ -1007,11 +1013,86 @@ def fit_metabench(
     _check_inputs(responses, full_scores)
     scores = full_scores[list(responses)]
     split = split_models(scores, test_frac=cfg.test_frac, seed=seed)
-    fits = {}
-    for bm, df in responses.items():
-        fits[bm] = fit_benchmark(bm, df, scores[bm], split, seed=seed, config=cfg)
+    fits, _ = fit_benchmarks(responses, scores, split, seed=seed, config=cfg, n_jobs=n_jobs)
     joint = fit_joint(fits, scores, split, config=cfg) if len(fits) >= 2 else None
     return MetabenchFit(config=cfg, seed=seed, split=split, benchmarks=fits, joint=joint)
+
+
+def _timed_fit_benchmark(*args: Any, **kwargs: Any) -> tuple[BenchmarkFit, float]:
+    import time
+    import warnings
+
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        # statsmodels warns on every rank-deficient B-spline design (tied θ); harmless
+        warnings.simplefilter("ignore")
+        fit = fit_benchmark(*args, **kwargs)
+    return fit, time.perf_counter() - t0
+
+
+def fit_benchmarks(
+    responses: dict[str, pd.DataFrame],
+    scores: pd.DataFrame,
+    split: pd.Series,
+    *,
+    seed: int = 0,
+    config: MetabenchConfig | None = None,
+    n_jobs: int = 1,
+    on_done: Any = None,
+) -> tuple[dict[str, BenchmarkFit], dict[str, float]]:
+    """:func:`fit_benchmark` for every benchmark, optionally in parallel processes.
+
+    Each benchmark's fit depends only on its own data and seeds, so the results do not
+    depend on ``n_jobs`` (up to floating-point summation order inside mirt's threaded EM).
+    With ``n_jobs > 1`` the benchmarks (largest first) go to ``n_jobs`` spawned worker
+    processes whose mirt (rayon) and BLAS pools get ``max(1, cpu_count // n_jobs)``
+    threads each, so the cores are shared instead of oversubscribed.
+
+    Returns the fits (in ``responses`` order) and each benchmark's wall seconds;
+    ``on_done(benchmark, fit, seconds)`` is called as each finishes.
+    """
+    cfg = config or MetabenchConfig()
+    if n_jobs < 1:
+        raise SigmapInputError(f"metabench: n_jobs must be >= 1, got {n_jobs}")
+    fits: dict[str, BenchmarkFit] = {}
+    wall: dict[str, float] = {}
+
+    def args(bm: str) -> tuple:
+        return (bm, responses[bm], scores[bm], split)
+
+    if n_jobs == 1 or len(responses) == 1:
+        for bm in responses:
+            fits[bm], wall[bm] = _timed_fit_benchmark(*args(bm), seed=seed, config=cfg)
+            if on_done is not None:
+                on_done(bm, fits[bm], wall[bm])
+    else:
+        import multiprocessing as mp
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        threads = str(max(1, (os.cpu_count() or 1) // n_jobs))
+        env = {k: threads for k in ("RAYON_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+        saved = {k: os.environ.get(k) for k in env}
+        order = sorted(responses, key=lambda b: -responses[b].size)
+        os.environ.update(env)  # inherited by the workers, spawned during the submits
+        try:
+            ex = ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"))
+            futs = {
+                ex.submit(_timed_fit_benchmark, *args(bm), seed=seed, config=cfg): bm
+                for bm in order
+            }
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        with ex:
+            for fut in as_completed(futs):
+                bm = futs[fut]
+                fits[bm], wall[bm] = fut.result()
+                if on_done is not None:
+                    on_done(bm, fits[bm], wall[bm])
+    return {bm: fits[bm] for bm in responses}, {bm: wall[bm] for bm in responses}
 
 
 def fit_benchmark(

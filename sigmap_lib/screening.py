@@ -185,44 +185,113 @@ def _codes_gemm_thrush(codes: np.ndarray, cneg: np.ndarray) -> np.ndarray:
     return out
 
 
-def _thrush_block(x: np.ndarray, y: np.ndarray, is_codes: bool) -> np.ndarray:
+@dataclass
+class _Pass:
+    """One streaming pass of the screening statistic over a block of units."""
+
+    stat: np.ndarray  # (n, B) float64
+    hist: np.ndarray | None  # (B, n_bins) int64, when edges were given
+    n_nan: int  # NaN values read (the caller raises)
+    codes: np.ndarray | None  # (n, m) rank codes, when asked for and produced on the way
+
+
+def _hist_buffer(nbm: int, n_bins: int) -> np.ndarray:
+    from sigmap_lib._rank_kernels import _MAX_CHUNKS
+
+    return np.zeros((_MAX_CHUNKS, nbm, n_bins), dtype=np.int64)
+
+
+def _finish_hist(
+    stat: np.ndarray, edges: tuple[float, float, int] | None, part: np.ndarray | None = None
+) -> np.ndarray | None:
+    if edges is None:
+        return None
+    if part is not None:
+        return part.sum(axis=0)
+    lo, hi, n_bins = edges
+    counts = np.zeros((stat.shape[1], n_bins), dtype=np.int64)
+    _kernels().histogram(stat, lo, hi, counts)
+    return counts
+
+
+def _thrush_pass(
+    x: np.ndarray,
+    y: np.ndarray,
+    is_codes: bool,
+    edges: tuple[float, float, int] | None = None,
+    want_codes: bool = False,
+) -> _Pass:
     """Normalized Thrush for all columns of finite ``y (m, B)`` on the rows of ``x``.
 
-    ``x`` is ``(n, m)`` values (ranked here, fused with the product) or, when
-    ``is_codes``, doubled rank codes of exactly these ``m`` models.
+    ``x`` is ``(n, m)`` values (ranked here, fused with the product, the histogram over
+    ``edges = (lo, hi, n_bins)`` and the NaN check) or, when ``is_codes``, doubled rank
+    codes of exactly these ``m`` models.
     """
     cneg = -score_coefficients(y)  # (m, B)
     den = 2.0 * thrush_max(y)
     n, m = x.shape
+    nbm = y.shape[1]
     if n == 0:
-        return np.empty((0, y.shape[1]), dtype=np.float64)
+        stat = np.empty((0, nbm), dtype=np.float64)
+        return _Pass(stat, _finish_hist(stat, edges), 0, None)
+    if m > MAX_MODELS_UINT8 and not is_codes and x.dtype.kind == "f" and np.isnan(x.min()):
+        return _Pass(np.empty((0, nbm)), None, int(np.isnan(x).sum()), None)
     if m > MAX_MODELS_UINT8:
         codes = x if is_codes else encode_ranks(x)
-        raw: np.ndarray = codes.astype(np.int64) @ cneg
-    elif is_codes and x.dtype == np.uint8:
-        raw = _codes_gemm_thrush(x, cneg)
-    else:
-        k = _kernels()
-        cn = np.ascontiguousarray(cneg, dtype=np.int32)
-        out = np.empty((n, y.shape[1]), dtype=np.float64)
-        k.rank_thrush(_rankable(x), cn, np.ascontiguousarray(den), out, k.BLOCK_UNITS)
-        return out
-    return raw / den
+        stat = (codes.astype(np.int64) @ cneg) / den
+        return _Pass(stat, _finish_hist(stat, edges), 0, codes if want_codes else None)
+    if is_codes and x.dtype == np.uint8:
+        stat = _codes_gemm_thrush(x, cneg) / den
+        return _Pass(stat, _finish_hist(stat, edges), 0, x if want_codes else None)
+    k = _kernels()
+    cn = np.ascontiguousarray(cneg, dtype=np.int32)
+    stat = np.empty((n, nbm), dtype=np.float64)
+    lo, hi, n_bins = edges if edges is not None else (0.0, 1.0, 0)
+    hist = _hist_buffer(nbm, n_bins)
+    nan = np.zeros(hist.shape[0], dtype=np.int64)
+    codes = np.empty((n if want_codes else 0, m), dtype=np.uint8)
+    k.rank_thrush(
+        _rankable(x), cn, np.ascontiguousarray(den), stat, k.BLOCK_UNITS, lo, hi, hist, nan, codes
+    )
+    n_nan = int(nan.sum())
+    return _Pass(
+        stat, _finish_hist(stat, edges, hist), n_nan, codes if want_codes and not n_nan else None
+    )
 
 
-def _preselect_block(x: np.ndarray, y: np.ndarray, is_codes: bool = False) -> np.ndarray:
+def _preselect_pass(
+    x: np.ndarray,
+    y: np.ndarray,
+    is_codes: bool = False,
+    edges: tuple[float, float, int] | None = None,
+    want_codes: bool = False,
+) -> _Pass:
     """Pre-select for all columns of finite ``y (m, B)``; ``x`` values or codes (n, m).
 
     Only the signs of within-unit differences matter, so values and codes (of any subset
-    of the models) give the same result; ``is_codes`` is accepted for symmetry.
+    of the models) give the same result; ``is_codes`` and ``want_codes`` (never produced
+    here) are accepted for symmetry with :func:`_thrush_pass`.
     """
     ys, z = _pair_signs(y)
     n = x.shape[0]
-    s = np.empty((n, y.shape[1]), dtype=np.float32)
-    if n:
-        k = _kernels()
-        k.pair_sign_sum(_rankable(x), ys, s, k.BLOCK_UNITS)
-    return 0.5 + s.astype(np.float64) / (2.0 * z)
+    nbm = y.shape[1]
+    stat = np.empty((n, nbm), dtype=np.float64)
+    if n == 0:
+        return _Pass(stat, _finish_hist(stat, edges), 0, None)
+    k = _kernels()
+    lo, hi, n_bins = edges if edges is not None else (0.0, 1.0, 0)
+    hist = _hist_buffer(nbm, n_bins)
+    nan = np.zeros(hist.shape[0], dtype=np.int64)
+    k.pair_sign_sum(_rankable(x), ys, z, stat, k.BLOCK_UNITS, lo, hi, hist, nan)
+    return _Pass(stat, _finish_hist(stat, edges, hist), int(nan.sum()), None)
+
+
+def _thrush_block(x: np.ndarray, y: np.ndarray, is_codes: bool) -> np.ndarray:
+    return _thrush_pass(x, y, is_codes).stat
+
+
+def _preselect_block(x: np.ndarray, y: np.ndarray, is_codes: bool = False) -> np.ndarray:
+    return _preselect_pass(x, y, is_codes).stat
 
 
 def _codes_thrush(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -495,6 +564,14 @@ def _source_chunks(source: Any, chunk_units: int) -> tuple[int, int, Any, bool]:
     )
 
 
+def _raise_on_nan(block: np.ndarray, start: int, check: bool = False) -> None:
+    """Raise naming the first NaN of a value block (``check``: only if there is one)."""
+    if block.dtype.kind != "f" or (check and not np.isnan(block.min())):
+        return
+    r, c = np.argwhere(np.isnan(block))[0]
+    raise SigmapInputError(f"model column {int(c)}: value is NaN at unit {start + int(r)}")
+
+
 def screen(
     source: Any,
     scores: Any,
@@ -561,13 +638,14 @@ def screen(
     counts = np.zeros((nbm, n_bins), dtype=np.int64)
     tops = [_TopK(kk) for _ in range(nbm)]
     groups = _per_mask_groups(y)
-    main_fn, other_fn = (
-        (_thrush_block, _codes_preselect)
+    # a strict-subset group reads only its own columns: check the others for NaN here
+    check_nan_here = not any(bool(mask.all()) for mask, _ in groups)
+    main_pass, other_fn = (
+        (_thrush_pass, _codes_preselect)
         if statistic == "thrush"
-        else (_preselect_block, _codes_thrush)
+        else (_preselect_pass, _codes_thrush)
     )
     kern = _kernels()
-    hist, select = kern.histogram, kern.select_candidates
     kind = {("thrush", False): 0, ("thrush", True): 1, ("preselect", False): 2}.get(
         (statistic, two_sided), 3
     )
@@ -578,13 +656,8 @@ def screen(
     for start, block in chunks:
         if block.shape[0] == 0:
             continue
-        if not is_codes:
-            # min() propagates NaN: one vectorized pass, no boolean temporary
-            if block.dtype.kind == "f" and np.isnan(block.min()):
-                r, c = np.argwhere(np.isnan(block))[0]
-                raise SigmapInputError(
-                    f"model column {int(c)}: value is NaN at unit {start + int(r)}"
-                )
+        if check_nan_here and not is_codes:
+            _raise_on_nan(block, start, check=True)
         for mask, cols in groups:
             full = bool(mask.all())
             # values are ranked inside the fused kernels; a strict subset of the models is
@@ -592,10 +665,12 @@ def screen(
             x = block if full else block[:, mask]
             x_is_codes = is_codes and full
             yg = y[np.ix_(mask, cols)]
-            stat = main_fn(x, yg, x_is_codes)  # (n, len(cols))
-            tmp = np.zeros((len(cols), n_bins), dtype=np.int64)
-            hist(stat, lo, hi, tmp)
-            counts[cols] += tmp
+            res = main_pass(x, yg, x_is_codes, (lo, hi, n_bins), True)
+            if res.n_nan:
+                _raise_on_nan(block, start)
+            stat = res.stat  # (n, len(cols))
+            assert res.hist is not None
+            counts[cols] += res.hist
             # candidates: stronger than the running K-th (strict: earlier units win ties)
             # and not below the histogram floor (>= K units seen are at least that strong)
             t_strict = np.array([tops[b].threshold if tops[b].full else -np.inf for b in cols])
@@ -608,19 +683,27 @@ def screen(
             n = stat.shape[0]
             if sel_buf.shape[0] < len(cols) or sel_buf.shape[1] < n:
                 sel_buf = np.empty((nbm, max(n, chunk_units)), dtype=np.int32)
-            nsel = np.zeros(len(cols), dtype=np.int64)
-            select(stat, kind, t_strict, t_weak, sel_buf, nsel)
+            nparts = max(1, min(64, n // 16384))
+            nsel = np.zeros((nparts, len(cols)), dtype=np.int64)
+            kern.select_candidates(stat, kind, t_strict, t_weak, sel_buf, nsel)
+            bounds = [c * n // nparts for c in range(nparts)]
             for j, b in enumerate(cols):
-                sel = sel_buf[j, : nsel[j]].astype(np.int64)
+                sel = np.concatenate(
+                    [sel_buf[j, r0 : r0 + nsel[c, j]] for c, r0 in enumerate(bounds)]
+                ).astype(np.int64)
                 if sel.size == 0:
                     continue
                 st_sel = strength_of(stat[sel, j], statistic, two_sided)
                 if sel.size > kk:
                     keep = _select_topk(st_sel, sel, kk)
                     sel, st_sel = sel[keep], st_sel[keep]
-                # keep the candidates' rank codes (among the benchmark's models); the other
-                # statistic is computed once, for the final K only
-                cand = x[sel] if x_is_codes else encode_ranks(x[sel])
+                # keep the candidates' rank codes (among the benchmark's models; produced
+                # by the Thrush pass on the way); the other statistic is computed once, for
+                # the final K only
+                if res.codes is not None:
+                    cand = res.codes[sel]
+                else:
+                    cand = x[sel] if x_is_codes else encode_ranks(x[sel])
                 tops[b].push(start + sel, st_sel, stat[sel, j], cand)
     results = []
     for b in range(nbm):

@@ -19,6 +19,7 @@ import resource
 import sys
 import time
 import warnings
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -54,16 +55,21 @@ def _real_inputs() -> tuple[pd.DataFrame | None, np.ndarray | None]:
     return params, ab[cols].to_numpy(float)
 
 
-def _peak_rss_mb() -> float:
-    """Peak resident set size of this process in MiB (``ru_maxrss`` is KiB on Linux)."""
-    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+def _peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    """Peak resident set size in MiB of this process (or of its largest finished child
+    process, ``RUSAGE_CHILDREN``; ``ru_maxrss`` is KiB on Linux)."""
+    kb = resource.getrusage(who).ru_maxrss
     return round(kb / (1024 * 1024) if sys.platform == "darwin" else kb / 1024, 1)
 
 
 def _cpu_seconds() -> float:
-    """User + system CPU seconds of this process (all threads): less load-dependent than wall."""
-    ru = resource.getrusage(resource.RUSAGE_SELF)
-    return ru.ru_utime + ru.ru_stime
+    """User + system CPU seconds of this process and its finished worker processes (all
+    threads): less load-dependent than wall."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        ru = resource.getrusage(who)
+        total += ru.ru_utime + ru.ru_stime
+    return total
 
 
 def _loadavg() -> list[float] | None:
@@ -105,6 +111,12 @@ def main(argv: list[str] | None = None) -> dict:
         help="BLAS/LAPACK threads during the pipeline (default 1; 0 = library default). "
         "Multithreaded OpenBLAS on a busy 2-core machine made small solves ~25x slower.",
     )
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=2,
+        help="benchmarks fitted in parallel processes (default 2; threads split between them)",
+    )
     args = ap.parse_args(argv)
     n_models = args.models or (1000 if args.quick else 5000)
     scale = args.scale if args.scale is not None else (0.1 if args.quick else 1.0)
@@ -138,18 +150,19 @@ def main(argv: list[str] | None = None) -> dict:
         warnings.simplefilter("ignore")
         mb._check_inputs(responses, scores)
         split = mb.split_models(scores, test_frac=cfg.test_frac, seed=args.seed)
-        fits, bench_wall = {}, {}
-        for bm, df in responses.items():
-            tb = time.perf_counter()
-            fits[bm] = mb.fit_benchmark(bm, df, scores[bm], split, seed=args.seed, config=cfg)
-            bench_wall[bm] = round(time.perf_counter() - tb, 2)
-            f = fits[bm]
+
+        def done(bm: str, f: Any, seconds: float) -> None:
             print(
                 f"{bm}: {len(f.selected)}/{sizes[bm]} items, {f.irt_model}/{f.theta_method}, "
                 f"test RMSE {f.test_rmse:.3f} (random {f.random_test_rmse:.3f}), "
-                f"{bench_wall[bm]:.0f} s, load {_loadavg()}",
+                f"{seconds:.0f} s, load {_loadavg()}",
                 file=sys.stderr,
             )
+
+        fits, walls = mb.fit_benchmarks(
+            responses, scores, split, seed=args.seed, config=cfg, n_jobs=args.jobs, on_done=done
+        )
+        bench_wall = {bm: round(w, 2) for bm, w in walls.items()}
         tj = time.perf_counter()
         joint = mb.fit_joint(fits, scores, split, config=cfg)
         t_joint = time.perf_counter() - tj
@@ -173,10 +186,18 @@ def main(argv: list[str] | None = None) -> dict:
         "wall_s_total": round(time.perf_counter() - t0, 2),
         "cpu_s": round(_cpu_seconds(), 1),
         "peak_rss_mb": _peak_rss_mb(),
+        "peak_rss_worker_mb": _peak_rss_mb(resource.RUSAGE_CHILDREN) if args.jobs > 1 else None,
+        # upper bound of the memory in use at once: this process + every worker at its peak
+        "peak_rss_bound_mb": round(
+            _peak_rss_mb() + args.jobs * _peak_rss_mb(resource.RUSAGE_CHILDREN), 1
+        )
+        if args.jobs > 1
+        else _peak_rss_mb(),
         "loadavg_start": load_start,
         "loadavg_end": _loadavg(),
         "cpu_count": os.cpu_count(),
         "blas_threads": args.blas_threads,
+        "jobs": args.jobs,
         "grand_test_rmse": round(fit.grand_test_rmse, 4),
         "factor_spearman": round(fit.joint.factor_spearman, 4) if fit.joint else None,
         "mean_test_rmse": round(float(table["test_rmse"].mean()), 4),

@@ -77,9 +77,9 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument(
         "--compression",
         choices=["zstd", "none"],
-        default="zstd",
-        help="codec of the per-model NLL zarr arrays in (c) (zstd = zarr's default, as written "
-        "by sigmap_lib.store)",
+        default="none",
+        help="codec of the per-model NLL zarr arrays in (c): none (as sigmap_lib.store writes "
+        "them, read by the raw-chunk fast path) or zstd (zarr's default codec)",
     )
     args = ap.parse_args(argv)
     m, nb = args.m, args.b

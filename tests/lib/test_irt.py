@@ -12,6 +12,7 @@ from sigmap_lib.irt import (
     fit_irt,
     item_information,
     item_probabilities,
+    marginal_loglik,
     simulate_responses,
 )
 
@@ -134,3 +135,110 @@ def test_validation_errors():
     p = pd.DataFrame({"a1": [1.0], "d": [0.0]}, index=["q1"])
     with pytest.raises(SigmapInputError, match="lack"):
         estimate_theta(p, pd.DataFrame({"other": [1, 0]}), "MAP", benchmark="arc")
+
+
+def test_marginal_loglik_matches_numerical_integration_and_mirt(world_2pl):
+    from scipy.integrate import quad
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(5)
+    params = _params(rng, 12, guess=True)
+    x = simulate_responses(params, rng.normal(size=6), rng).astype(float)
+    x[0, 3] = np.nan  # a skipped item
+    ours = marginal_loglik(params, x, n_quadpts=401)
+    ref = 0.0
+    for row in x:
+        obs = np.isfinite(row)
+
+        def lik(t, row=row, obs=obs):
+            p = item_probabilities(params, np.array([t]))[0]
+            return np.prod(np.where(row[obs] == 1, p[obs], 1 - p[obs])) * norm.pdf(t)
+
+        ref += np.log(quad(lik, -8, 8, limit=200)[0])
+    assert ours == pytest.approx(ref, rel=1e-6)
+    # at the fitted 2PL parameters: the log-likelihood mirt's EM reports (61 nodes)
+    _true, _theta, xw, fit = world_2pl
+    assert marginal_loglik(fit.params, xw) == pytest.approx(fit.log_likelihood, rel=1e-3)
+
+
+def test_map_start_eap_climbs_to_the_mode_of_the_eap_basin():
+    """A bimodal 3PL posterior: "global" returns the higher mode, "eap" the mode whose
+    basin holds the EAP estimate (brute force: a fine grid and a step-by-step climb)."""
+    from scipy.stats import norm
+
+    params = pd.DataFrame(
+        {
+            "a1": [9.46, 12.36, 5.37, 12.23, 5.45, 0.82, 0.74, 0.34, 0.96, 0.94],
+            "d": [4.14, 27.78, 4.48, 6.89, 8.44, 0.68, -1.37, -0.2, -0.29, 1.06],
+            "g": [0.29, 0.13, 0.15, 0.23, 0.21, 0.0, 0.0, 0.0, 0.0, 0.0],
+        }
+    )
+    x = np.array([[1, 1, 0, 1, 1, 0, 0, 0, 1, 0]], float)
+    grid = np.linspace(-6, 6, 120001)
+    p = item_probabilities(params, grid)
+    logpost = np.log(np.where(x[0] == 1, p, 1 - p)).sum(1) + norm.logpdf(grid)
+    inner = (logpost[1:-1] > logpost[:-2]) & (logpost[1:-1] >= logpost[2:])
+    assert inner.sum() == 2
+    w = np.exp(logpost - logpost.max())
+    i = int(np.searchsorted(grid, float(grid @ w / w.sum())))
+    while True:  # climb from the EAP estimate, one grid step at a time
+        j = i + 1 if logpost[i + 1] > logpost[i] else i - 1 if logpost[i - 1] > logpost[i] else i
+        if j == i:
+            break
+        i = j
+    basin = grid[i]
+    best = grid[int(np.argmax(logpost))]
+    assert abs(basin - best) > 0.3  # the two conventions really differ here
+    g = estimate_theta(params, x, "MAP", map_start="global")["theta"].iloc[0]
+    e = estimate_theta(params, x, "MAP")["theta"].iloc[0]
+    assert g == pytest.approx(best, abs=1e-3)
+    assert e == pytest.approx(basin, abs=1e-3)
+    with pytest.raises(SigmapInputError, match="map_start"):
+        estimate_theta(params, x, "MAP", map_start="nearest")
+
+
+def test_polish_moves_an_item_stuck_on_the_wrong_slope_sign():
+    """EM cannot flip a slope's sign; the polish step finds the item's better M-step
+    optimum (planted: a negatively discriminating item started at a positive slope)."""
+    from scipy.stats import pearsonr
+
+    from sigmap_lib.irt import WIDE_BOUNDS, _polish_items
+
+    rng = np.random.default_rng(8)
+    true = _params(rng, 30, guess=True)
+    true["u"] = 1.0
+    true.iloc[0, :3] = [-2.5, -1.0, 0.15]  # a1, d, g: the better the model, the more it fails
+    true["b"] = -true["d"] / true["a1"]
+    x = simulate_responses(true, rng.normal(size=4000), rng).astype(float)
+    stuck = true.copy()
+    stuck.iloc[0, :3] = [4.0, -12.0, 0.1]  # a positive-slope local solution
+    stuck["b"] = -stuck["d"] / stuck["a1"]
+    moved = _polish_items(x, stuck, "3PL", 61, WIDE_BOUNDS)
+    assert moved is not None and moved.attrs["n_moved"] >= 1
+    assert moved.iloc[0]["a1"] < -1.0
+    assert moved.iloc[0]["b"] == pytest.approx(true.iloc[0]["b"], abs=0.5)
+    # the correctly placed items are left alone (up to the gain threshold)
+    assert pearsonr(moved["a1"].iloc[1:], true["a1"].iloc[1:]).statistic > 0.999
+    again = _polish_items(x, true, "3PL", 61, WIDE_BOUNDS)  # near the truth: no sign flips
+    assert again is None or (np.sign(again["a1"]) == np.sign(true["a1"])).all()
+
+
+def test_fit_irt_polish_escapes_a_wrong_sign_optimum():
+    """Steep negatively discriminating items with guessing (only the weakest models
+    answer them right, as in real MMLU fits): EM from the default start leaves one on a
+    positive slope; the polish stage flips it and raises the marginal likelihood."""
+    from sigmap_lib.irt import marginal_loglik
+
+    rng = np.random.default_rng(9)
+    true = _params(rng, 40, guess=True)
+    true["u"] = 1.0
+    true.iloc[:3, :3] = [[-12.0, -24.0, 0.1], [-10.0, -22.0, 0.15], [-14.0, -30.0, 0.1]]
+    x = pd.DataFrame(simulate_responses(true, rng.normal(size=3000), rng), columns=true.index)
+    plain = fit_irt(x, "3PL", polish=False)
+    polished = fit_irt(x, "3PL")
+    assert plain.params["a1"].iloc[1] > 0  # the stuck item
+    assert (polished.params["a1"].iloc[:3] < 0).all()
+    stage = polished.extra["stages"][-1]
+    assert stage["polished_items"] >= 1 and stage["loglik_gain"] > 10
+    gain = marginal_loglik(polished.params, x) - marginal_loglik(plain.params, x)
+    assert gain == pytest.approx(stage["loglik_gain"], rel=1e-9)

@@ -155,3 +155,27 @@ def test_input_validation():
         mb.fit_metabench({"a": bad}, scores)
     with pytest.raises(SigmapInputError, match="unknown option"):
         mb.fit_metabench({"a": good}, scores, pool_sise=10)
+
+
+def test_parallel_benchmark_fits_equal_sequential(small_world):
+    """fit_benchmarks(n_jobs=2) (spawned workers, one mirt thread each) selects the same
+    items with the same RMSEs as the in-process fits of fit_metabench."""
+    resp, scores, _truth, fit = small_world
+    cfg = fit.config
+    seen: list[str] = []
+    fits, wall = mb.fit_benchmarks(
+        resp,
+        scores[list(resp)],
+        fit.split,
+        seed=0,
+        config=cfg,
+        n_jobs=2,
+        on_done=lambda bm, f, s: seen.append(bm),
+    )
+    assert list(fits) == list(resp) and sorted(seen) == sorted(resp)
+    assert all(w > 0 for w in wall.values())
+    for bm, f in fits.items():
+        assert f.selected == fit.benchmarks[bm].selected
+        assert f.test_rmse == pytest.approx(fit.benchmarks[bm].test_rmse, rel=1e-6)
+    with pytest.raises(SigmapInputError, match="n_jobs"):
+        mb.fit_benchmarks(resp, scores[list(resp)], fit.split, n_jobs=0)

@@ -147,3 +147,52 @@ def test_build_rank_store_validation(tmp_path) -> None:
     assert not any(p.name.startswith("r.tmp") for p in tmp_path.iterdir())
     with pytest.raises(SigmapInputError, match="not a rank store"):
         RankStore.open(tmp_path)
+
+
+def test_raw_chunk_reads_equal_zarr_reads(tmp_path) -> None:
+    """The readinto fast path for uncompressed local zarr v3 arrays returns exactly what
+    zarr returns, for any slice; other codecs fall back to zarr; a missing chunk reads as
+    the fill value and a truncated chunk file is a named error."""
+    import zarr
+
+    from sigmap_lib.ranks import _raw_chunks, _read_into
+
+    rng = np.random.default_rng(4)
+    n, c = 10_007, 1000
+    vals = rng.standard_normal(n).astype(np.float32)
+    plain = zarr.create_array(
+        store=str(tmp_path / "plain.zarr"),
+        shape=(n,),
+        chunks=(c,),
+        dtype="float32",
+        compressors=None,
+        fill_value=np.nan,
+    )
+    plain[:] = vals
+    packed = zarr.create_array(
+        store=str(tmp_path / "zstd.zarr"), shape=(n,), chunks=(c,), dtype="float32"
+    )
+    packed[:] = vals
+    big = zarr.create_array(
+        store=str(tmp_path / "big.zarr"), shape=(n,), chunks=(c,), dtype=">f4", compressors=None
+    )
+    assert _raw_chunks(zarr.open_array(str(tmp_path / "plain.zarr"), mode="r")) is not None
+    assert _raw_chunks(packed) is None and _raw_chunks(big) is None
+    arr = zarr.open_array(str(tmp_path / "plain.zarr"), mode="r")
+    for _ in range(40):
+        a, b = sorted(rng.integers(0, n + 1, 2))
+        row = np.empty(b - a, np.float32)
+        assert _read_into(arr, a, b, row)
+        np.testing.assert_array_equal(row, vals[a:b])
+        row2 = np.empty(b - a, np.float32)
+        assert _read_into(packed, a, b, row2)
+        np.testing.assert_array_equal(row2, vals[a:b])
+    (tmp_path / "plain.zarr" / "c" / "3").unlink()
+    row = np.empty(n, np.float32)
+    _read_into(arr, 0, n, row)
+    assert np.isnan(row[3000:4000]).all()
+    np.testing.assert_array_equal(row[:3000], vals[:3000])
+    chunk = tmp_path / "plain.zarr" / "c" / "5"
+    chunk.write_bytes(chunk.read_bytes()[:100])
+    with pytest.raises(SigmapInputError, match=r"c/5 is truncated"):
+        _read_into(arr, 4500, 5600, np.empty(1100, np.float32))
