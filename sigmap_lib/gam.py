@@ -15,6 +15,7 @@ a spline from running away for a model outside the calibration population.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,7 +141,15 @@ def _glmgam_fit_impl(x: np.ndarray, y: np.ndarray, alpha: float, df: int, degree
         alpha=[alpha] * k,
         family=sm.families.Gaussian(),
     )
-    res = model.fit()
+    # With tied covariates (e.g. θ of a sum-score estimator) some B-spline columns are
+    # empty: statsmodels warns that the *unpenalised* design is rank-deficient, but the
+    # penalty makes the fit unique, so that warning (emitted once per fit, hundreds of times
+    # in a pipeline run) is silenced here and only here.
+    from statsmodels.tools.sm_exceptions import SingularMatrixWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SingularMatrixWarning)
+        res = model.fit()
     return res, center, scale
 
 
