@@ -8,8 +8,8 @@ model-major buffer ``t (m, U)`` and every model pair is compared for all ``U`` u
 once (SIMD lanes run across units, not across the ``m`` models of one unit, so no
 horizontal reductions). ``U`` units' compares of one pair are two vector compares.
 
-* ranking: ``code_k = Σ_{l≠k} [p_l <= p_k] + [p_l < p_k]`` (= ``2·#less + #equal``), the
-  ``m(m−1)/2`` pairs counted once each (``x_lk = 2 − x_kl``);
+* ranking: ``code_k = (m − 1) + Σ_{l≠k} sign(p_k − p_l)`` (= ``2·#less + #equal``), the
+  ``m(m−1)/2`` pairs counted once each, into int16 lanes;
 * Thrush fused with ranking: ``Σ_k c_k · code_k`` per benchmark on the block's counts
   (the codes never leave L1);
 * pre-select: ``S_b = Σ_{k<l} sign(y_k − y_l)·sign(p_k − p_l)`` accumulated per pair for
@@ -21,8 +21,9 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-#: units per SIMD block (lanes of one block are compared together)
-BLOCK_UNITS = 128
+#: units per SIMD block (lanes of one block are compared together); 256 measured fastest
+#: for m = 32 (128: −19 %, 384: −20 %)
+BLOCK_UNITS = 256
 # prange work items per call (each allocates its block buffers once); a constant, because
 # numba cannot cache functions that call ``get_num_threads``
 _MAX_CHUNKS = 64
@@ -67,12 +68,18 @@ def hist_add(h, x, lo, scale):  # pragma: no cover - compiled
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
 def count_block(t, cnt):  # pragma: no cover - compiled
-    """Doubled zero-based average-rank codes of every lane of ``t (m, U)`` into ``cnt``."""
+    """Doubled zero-based average-rank codes of every lane of ``t (m, U)`` into ``cnt``.
+
+    ``code_k = (m − 1) + Σ_{l≠k} sign(p_k − p_l)`` (= ``2·#less + #equal``), each pair
+    counted once (``sign_lk = −sign_kl``). ``cnt`` is int16 (codes ≤ 2m − 2 ≤ 254): half the
+    bytes of int32 per lane, which is what the pair loop is bound by (stores); measured
+    1.9× the int32 version at 256 lanes.
+    """
     m, u = t.shape
     for k in range(m):
         ck = cnt[k]
         for i in range(u):
-            ck[i] = 0
+            ck[i] = m - 1
     for k in range(m):
         tk = t[k]
         ck = cnt[k]
@@ -80,9 +87,9 @@ def count_block(t, cnt):  # pragma: no cover - compiled
             tl = t[l]
             cl = cnt[l]
             for i in range(u):
-                x = np.int32(tl[i] <= tk[i]) + np.int32(tl[i] < tk[i])
-                ck[i] += x
-                cl[i] += 2 - x
+                s = np.int16(tk[i] > tl[i]) - np.int16(tk[i] < tl[i])
+                ck[i] += s
+                cl[i] -= s
 
 
 @nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
@@ -97,7 +104,7 @@ def encode_blocked(v, out, u):  # pragma: no cover - compiled
     nan = 0
     for c in nb.prange(nchunk):
         t = np.zeros((m, u), v.dtype)
-        cnt = np.zeros((m, u), np.int32)
+        cnt = np.zeros((m, u), np.int16)
         for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
             u0 = blk * u
             w = min(u, n - u0)
@@ -163,7 +170,7 @@ def rank_thrush(v, cneg, den, out, u, lo, hi, hist, nan, codes):  # pragma: no c
     nchunk = min(nblk, _MAX_CHUNKS)
     for c in nb.prange(nchunk):
         t = np.zeros((m, u), v.dtype)
-        cnt = np.zeros((m, u), np.int32)
+        cnt = np.zeros((m, u), np.int16)
         acc = np.zeros(u, np.int32)
         for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
             u0 = blk * u

@@ -150,29 +150,39 @@ def _rankable(x: np.ndarray) -> np.ndarray:
     return x.astype(np.float64)
 
 
-def _codes_gemm_thrush(codes: np.ndarray, cneg: np.ndarray) -> np.ndarray:
-    """``codes (n, m) @ cneg (m, B)`` as exact float32, block by block (uint8 codes).
+def _codes_gemm_thrush(
+    codes: np.ndarray, cneg: np.ndarray, den: np.ndarray | None = None
+) -> np.ndarray:
+    """``codes (n, m) @ cneg (m, B)`` as exact float32, block by block (uint8 codes);
+    with ``den (B,)``: that product divided by ``den`` in float64 (``raw / den``).
 
-    Each block is cast to float32 (L2-sized) and multiplied by single-threaded BLAS; the
-    blocks are shared among a few Python threads (the casts and GEMMs release the GIL).
-    Multi-threaded BLAS on such skinny products spin-waits and collapses under load.
+    Each block is cast to float32 (L2-sized), multiplied by single-threaded BLAS and, with
+    ``den``, divided while still in cache; the blocks are shared among a few Python threads
+    (the casts, GEMMs and divisions release the GIL). Multi-threaded BLAS on such skinny
+    products spin-waits and collapses under load.
     """
     from concurrent.futures import ThreadPoolExecutor
 
     from threadpoolctl import threadpool_limits
 
     n, m = codes.shape
-    out = np.empty((n, cneg.shape[1]), dtype=np.float32)
+    nbm = cneg.shape[1]
+    out = np.empty((n, nbm), dtype=np.float32 if den is None else np.float64)
     cf = np.ascontiguousarray(cneg, dtype=np.float32)
     starts = list(range(0, n, _GEMM_BLOCK))
 
     def work(part: int, nparts: int) -> None:
         buf = np.empty((min(n, _GEMM_BLOCK), m), dtype=np.float32)
+        raw = np.empty((min(n, _GEMM_BLOCK), nbm), dtype=np.float32)
         for s in starts[part::nparts]:
             e = min(n, s + _GEMM_BLOCK)
             blk = buf[: e - s]
             np.copyto(blk, codes[s:e], casting="unsafe")
-            np.matmul(blk, cf, out=out[s:e])
+            if den is None:
+                np.matmul(blk, cf, out=out[s:e])
+            else:
+                np.matmul(blk, cf, out=raw[: e - s])
+                np.divide(raw[: e - s], den, out=out[s:e])
 
     nparts = max(1, min(os.cpu_count() or 1, len(starts) // 4))
     with threadpool_limits(limits=1, user_api="blas"):
@@ -214,18 +224,33 @@ def _finish_hist(
     return counts
 
 
+def _buffer(
+    buffers: dict[str, np.ndarray] | None, key: str, shape: tuple[int, int], dtype: Any
+) -> np.ndarray:
+    """An uninitialised ``shape`` array, carved from ``buffers[key]`` when it is big enough."""
+    if buffers is None:
+        return np.empty(shape, dtype=dtype)
+    have = buffers.get(key)
+    if have is None or have.shape[0] < shape[0] or have.shape[1:] != shape[1:]:
+        have = buffers[key] = np.empty(shape, dtype=dtype)
+    return have[: shape[0]]
+
+
 def _thrush_pass(
     x: np.ndarray,
     y: np.ndarray,
     is_codes: bool,
     edges: tuple[float, float, int] | None = None,
     want_codes: bool = False,
+    buffers: dict[str, np.ndarray] | None = None,
 ) -> _Pass:
     """Normalized Thrush for all columns of finite ``y (m, B)`` on the rows of ``x``.
 
     ``x`` is ``(n, m)`` values (ranked here, fused with the product, the histogram over
     ``edges = (lo, hi, n_bins)`` and the NaN check) or, when ``is_codes``, doubled rank
-    codes of exactly these ``m`` models.
+    codes of exactly these ``m`` models. ``buffers``: a dict reused across calls for the
+    statistic and code arrays (a streaming caller saves the page faults of fresh
+    allocations; the returned arrays are views into it, valid until the next call).
     """
     cneg = -score_coefficients(y)  # (m, B)
     den = 2.0 * thrush_max(y)
@@ -241,15 +266,15 @@ def _thrush_pass(
         stat = (codes.astype(np.int64) @ cneg) / den
         return _Pass(stat, _finish_hist(stat, edges), 0, codes if want_codes else None)
     if is_codes and x.dtype == np.uint8:
-        stat = _codes_gemm_thrush(x, cneg) / den
+        stat = _codes_gemm_thrush(x, cneg, den)
         return _Pass(stat, _finish_hist(stat, edges), 0, x if want_codes else None)
     k = _kernels()
     cn = np.ascontiguousarray(cneg, dtype=np.int32)
-    stat = np.empty((n, nbm), dtype=np.float64)
+    stat = _buffer(buffers, "stat", (n, nbm), np.float64)
     lo, hi, n_bins = edges if edges is not None else (0.0, 1.0, 0)
     hist = _hist_buffer(nbm, n_bins)
     nan = np.zeros(hist.shape[0], dtype=np.int64)
-    codes = np.empty((n if want_codes else 0, m), dtype=np.uint8)
+    codes = _buffer(buffers, "codes", (n if want_codes else 0, m), np.uint8)
     k.rank_thrush(
         _rankable(x), cn, np.ascontiguousarray(den), stat, k.BLOCK_UNITS, lo, hi, hist, nan, codes
     )
@@ -265,6 +290,7 @@ def _preselect_pass(
     is_codes: bool = False,
     edges: tuple[float, float, int] | None = None,
     want_codes: bool = False,
+    buffers: dict[str, np.ndarray] | None = None,
 ) -> _Pass:
     """Pre-select for all columns of finite ``y (m, B)``; ``x`` values or codes (n, m).
 
@@ -275,7 +301,7 @@ def _preselect_pass(
     ys, z = _pair_signs(y)
     n = x.shape[0]
     nbm = y.shape[1]
-    stat = np.empty((n, nbm), dtype=np.float64)
+    stat = _buffer(buffers, "stat", (n, nbm), np.float64)
     if n == 0:
         return _Pass(stat, _finish_hist(stat, edges), 0, None)
     k = _kernels()
@@ -653,19 +679,20 @@ def screen(
     floor_order = np.argsort(-floor, kind="stable")
     floor_sorted = floor[floor_order]
     sel_buf = np.empty((0, 0), dtype=np.int32)
+    bufs: dict[int, dict[str, np.ndarray]] = {}  # per model group, reused chunk after chunk
     for start, block in chunks:
         if block.shape[0] == 0:
             continue
         if check_nan_here and not is_codes:
             _raise_on_nan(block, start, check=True)
-        for mask, cols in groups:
+        for gi, (mask, cols) in enumerate(groups):
             full = bool(mask.all())
             # values are ranked inside the fused kernels; a strict subset of the models is
             # ranked afresh from its columns (codes included)
             x = block if full else block[:, mask]
             x_is_codes = is_codes and full
             yg = y[np.ix_(mask, cols)]
-            res = main_pass(x, yg, x_is_codes, (lo, hi, n_bins), True)
+            res = main_pass(x, yg, x_is_codes, (lo, hi, n_bins), True, bufs.setdefault(gi, {}))
             if res.n_nan:
                 _raise_on_nan(block, start)
             stat = res.stat  # (n, len(cols))
