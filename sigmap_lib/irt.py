@@ -315,20 +315,16 @@ def _polish_items(
     """
     from scipy.optimize import minimize
     from scipy.special import expit, logsumexp
-    from scipy.stats import norm
 
-    nodes = np.linspace(-6.0, 6.0, int(n_quadpts))
-    logw = norm.logpdf(nodes)
-    logw -= logsumexp(logw)
+    nodes, logw = _quadrature(n_quadpts, "rectangle", (-6.0, 6.0))
     ll = _loglik_grid(x, params, nodes) + logw  # (n, Q)
     post = np.exp(ll - logsumexp(ll, axis=1, keepdims=True))
     obs = np.isfinite(x)
     r1 = np.where(obs, x, 0.0).T @ post  # (m, Q) expected correct at each node
     r0 = obs.astype(float).T @ post - r1  # expected incorrect
 
-    def objective(a, b, g, u):  # arrays broadcast to (..., m, Q)
-        p = g + (u - g) * expit(a * (nodes - b))
-        p = np.clip(p, 1e-12, 1 - 1e-12)
+    def objective(a, b, g, u, r1=r1, r0=r0):  # M-step objective; broadcasts to (..., m, Q)
+        p = np.clip(g + (u - g) * expit(a * (nodes - b)), 1e-12, 1 - 1e-12)
         return (r1 * np.log(p) + r0 * np.log1p(-p)).sum(-1)
 
     a0, b0, g0, u0 = (params[c].to_numpy()[:, None] for c in ("a1", "b", "g", "u"))
@@ -363,8 +359,7 @@ def _polish_items(
         def f(t, r1j=r1j, r0j=r0j):
             g = t[2] if free_g else 0.0
             u = t[3] if free_u else 1.0
-            p = np.clip(g + (u - g) * expit(t[0] * (nodes - t[1])), 1e-12, 1 - 1e-12)
-            return -float(r1j @ np.log(p) + r0j @ np.log1p(-p))
+            return -float(objective(t[0], t[1], g, u, r1j, r0j))
 
         opt = minimize(f, theta0, method="L-BFGS-B", bounds=bnds)
         if -opt.fun > current[j] + _POLISH_MIN_GAIN and (not free_u or opt.x[3] > opt.x[2]):
@@ -460,7 +455,6 @@ def marginal_loglik(
     ``params.index`` by column name; missing responses are skipped.
     """
     from scipy.special import logsumexp
-    from scipy.stats import norm
 
     params = validate_params(params)
     if isinstance(responses, pd.DataFrame):
@@ -468,6 +462,17 @@ def marginal_loglik(
         resp.columns = [str(c) for c in resp.columns]
         responses = resp[list(params.index.astype(str))]
     x, _ = _as_matrix(responses, "responses")
+    nodes, logw = _quadrature(n_quadpts, rule, bounds)
+    return float(logsumexp(_loglik_grid(x, params, nodes) + logw, axis=1).sum())
+
+
+def _quadrature(
+    n_quadpts: int, rule: str, bounds: tuple[float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and normalised log-weights of N(0, 1) (see :func:`marginal_loglik`)."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm
+
     if rule == "rectangle":
         nodes = np.linspace(bounds[0], bounds[1], int(n_quadpts))
         logw = norm.logpdf(nodes)
@@ -476,8 +481,7 @@ def marginal_loglik(
         logw = np.log(w)
     else:
         raise SigmapInputError(f"rule must be 'rectangle' or 'gauss-hermite', got {rule!r}")
-    logw = logw - logsumexp(logw)
-    return float(logsumexp(_loglik_grid(x, params, nodes) + logw, axis=1).sum())
+    return nodes, logw - logsumexp(logw)
 
 
 def estimate_theta(
