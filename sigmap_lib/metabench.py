@@ -47,6 +47,13 @@ import pandas as pd
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.gam import GamModel, fit_gam, fit_pspline
 from sigmap_lib.irt import IRT_MODELS, IrtFit, estimate_theta, fit_irt, item_information
+from sigmap_lib.reconstruction import (
+    DEFAULT_COVARIATE_SETS,
+    LinearPredictor,
+    ScoreModel,
+    fit_score_model,
+    parse_covariates,
+)
 
 # ---------------------------------------------------------------------------
 # configuration
@@ -59,6 +66,11 @@ class MetabenchConfig:
     Speed-motivated departures from the original: ``n_subsets`` 500 (not 10,000),
     ``irt_models`` 2PL and 3PL (4PL is supported but costs ~10x a 2PL fit with mirt's EM),
     and a grid search (``top_k`` x grid types x ``n_tau``) instead of Bayesian optimisation.
+
+    The search objective is metabench's (validation RMSE of ``score ~ s(θ)`` + λ x items).
+    The final reconstruction adds, by K-fold CV among ``score_covariates``, the reduced
+    test's percent correct and linear predictor (``meta.R``'s ``.s`` and ``.l``), see
+    :mod:`sigmap_lib.reconstruction`; the θ-only RMSE is reported alongside.
     """
 
     test_frac: float = 0.1
@@ -86,6 +98,7 @@ class MetabenchConfig:
     lam_by_benchmark: dict[str, float] = field(default_factory=dict)
     min_items: int = 10
     gam_df: int = 20
+    score_covariates: tuple[str, ...] = DEFAULT_COVARIATE_SETS
     n_random_baseline: int = 5
 
     @classmethod
@@ -97,7 +110,7 @@ class MetabenchConfig:
                 f"metabench config: unknown option(s) {unknown}; known: {sorted(known)}"
             )
         cfg = cls(**config)
-        for name in ("irt_models", "theta_methods", "grid_types"):
+        for name in ("irt_models", "theta_methods", "grid_types", "score_covariates"):
             setattr(cfg, name, tuple(getattr(cfg, name)))
         bad = [m for m in cfg.irt_models if m not in IRT_MODELS]
         if bad or not cfg.irt_models:
@@ -107,6 +120,13 @@ class MetabenchConfig:
         bad = [m for m in cfg.theta_methods if m not in ("MAP", "EAP", "EAPsum")]
         if bad or not cfg.theta_methods:
             raise SigmapInputError(f"metabench config: unknown theta_methods {bad}")
+        if not cfg.score_covariates or any(
+            "theta" not in parse_covariates(c) for c in cfg.score_covariates
+        ):
+            raise SigmapInputError(
+                "metabench config: score_covariates must be non-empty sets that include theta, "
+                f"e.g. {DEFAULT_COVARIATE_SETS}; got {cfg.score_covariates}"
+            )
         if not 0 < cfg.test_frac < 0.5 or not 0 < cfg.val_frac < 0.5:
             raise SigmapInputError("metabench config: test_frac and val_frac must be in (0, 0.5)")
         if cfg.pool_size < cfg.min_items or cfg.n_quant < cfg.min_items:
@@ -503,13 +523,28 @@ class BenchmarkFit:
     gam: GamModel
     val_rmse: float
     test_rmse: float
-    random_test_rmse: (
-        float  # mean test RMSE of random same-size subsets of ALL items (GAM on % correct)
-    )
+    # mean test RMSE of random same-size subsets of ALL items, reconstructed from the same
+    # non-θ summaries as ``score_model`` (percent correct [+ linear predictor])
+    random_test_rmse: float
     n_pool: int
     search: pd.DataFrame
     info_grid: np.ndarray  # θ grid used for the selection
     item_stats: pd.DataFrame | None = None
+    score_model: ScoreModel | None = None  # the reconstruction (None: θ-only ``gam``)
+    test_rmse_theta: float = float("nan")  # test RMSE of the θ-only GAM ``gam``
+    # random same-size subsets reconstructed from their percent correct only (metabench's
+    # baseline; ``random_test_rmse`` uses the same non-θ summaries as ``score_model``)
+    random_test_rmse_percent: float = float("nan")
+
+    @property
+    def covariates(self) -> str:
+        return self.score_model.covariates if self.score_model is not None else "theta"
+
+    def predict_scores(self, theta: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """Reconstructed full scores from θ ``(n,)`` and the answers to ``selected`` ``(n, p)``."""
+        if self.score_model is None:
+            return self.gam.predict(theta)
+        return self.score_model.predict(theta, x)
 
 
 def select_items(
@@ -604,17 +639,43 @@ def select_items(
     thetas = final["thetas"]
     thetas.insert(0, "role", roles)
     thetas["score"] = y_all
-    thetas["score_pred"] = final["gam"].predict(thetas["theta"].to_numpy())
-    rnd = random_subset_rmse(
-        responses.to_numpy(np.float32),
-        y_all,
-        tr,
-        te,
-        len(items),
-        n_rep=cfg.n_random_baseline,
-        seed=seed,
+    t_all = thetas["theta"].to_numpy()
+    x_sel = responses[items].to_numpy(float)
+    score_model = fit_score_model(
+        t_all[tr],
+        x_sel[tr],
+        y_all[tr],
+        covariate_sets=cfg.score_covariates,
         df=cfg.gam_df,
+        n_folds=cfg.n_folds,
+        seed=seed,
+        what=f"{benchmark} score model",
     )
+    feats = score_model.features(t_all, x_sel)
+    feats[tr] = score_model.gam.x_train  # training rows: the leave-one-out linear predictor
+    for j, name in enumerate(score_model.covariate_names):
+        if name != "theta":
+            thetas[name] = feats[:, j]
+    thetas["score_pred"] = score_model.gam.predict(feats)
+    thetas["score_pred_theta"] = final["gam"].predict(t_all)
+    # random same-size subsets: with the same non-θ summaries as the chosen reconstruction,
+    # and with percent correct only (metabench's baseline); one fit when they coincide
+    non_theta = "+".join(c for c in score_model.covariate_names if c != "theta") or "percent"
+    x_np = responses.to_numpy(np.float32)
+    rnd = {
+        covs: random_subset_rmse(
+            x_np,
+            y_all,
+            tr,
+            te,
+            len(items),
+            n_rep=cfg.n_random_baseline,
+            seed=seed,
+            df=cfg.gam_df,
+            covariates=covs,
+        )
+        for covs in dict.fromkeys([non_theta, "percent"])
+    }
     return BenchmarkFit(
         benchmark=benchmark,
         irt_model=str(best["irt_model"]),
@@ -629,13 +690,16 @@ def select_items(
         gam=final["gam"],
         val_rmse=float(final["val_rmse"]),
         test_rmse=rmse(thetas["score_pred"][te], y_all[te]),
-        random_test_rmse=rnd,
+        random_test_rmse=rnd[non_theta],
         n_pool=len(pool.pool_items),
         search=search.assign(selected=search["selected"].map(len)).rename(
             columns={"selected": "n_selected"}
         ),
         info_grid=grids[(best["irt_model"], best["theta_method"], int(best["grid_type"]))],
         item_stats=pool.item_stats,
+        score_model=score_model,
+        test_rmse_theta=rmse(thetas["score_pred_theta"][te], y_all[te]),
+        random_test_rmse_percent=rnd["percent"],
     )
 
 
@@ -703,15 +767,29 @@ def random_subset_rmse(
     n_rep: int = 5,
     seed: int = 0,
     df: int = 8,
+    covariates: str = "percent",
 ) -> float:
-    """Mean test RMSE of ``score ~ s(% correct on a random n_items subset)`` (GAM fitted on train)."""
+    """Mean test RMSE of a reconstruction from a random ``n_items`` subset (fitted on train).
+
+    ``covariates``: the subset's summaries the GAM uses — ``"percent"`` (percent correct,
+    metabench's random baseline) or ``"percent+linear"`` (also the ridge linear predictor),
+    so a selection reconstructed with those summaries is compared like with like.
+    """
     rng = np.random.default_rng([seed, n_items])
     out = []
     for _ in range(max(n_rep, 1)):
         cols = rng.choice(x.shape[1], size=min(n_items, x.shape[1]), replace=False)
-        s = x[:, cols].mean(axis=1)
-        gam = fit_gam(s[tr], y[tr], df=df, what="random baseline GAM")
-        out.append(rmse(gam.predict(s[te]), y[te]))
+        xs = np.asarray(x[:, cols], float)
+        m = fit_score_model(
+            None,
+            xs[tr],
+            y[tr],
+            covariate_sets=(covariates,),
+            df=df,
+            seed=seed,
+            what="random baseline",
+        )
+        out.append(rmse(m.predict(None, xs[te]), y[te]))
     return float(np.mean(out))
 
 
@@ -776,7 +854,7 @@ def fit_joint(
     for bm in bms:
         yb = scores[bm].to_numpy()
         gams[bm] = fit_gam(xth[tr], yb[tr], df=cfg.gam_df, what=f"{bm} joint GAM")
-        single = bench_fits[bm].gam.predict(th[f"theta_{bm}"].to_numpy()[te])
+        single = bench_fits[bm].thetas["score_pred"].reindex(th.index).to_numpy()[te]
         rows[bm] = {
             "test_rmse_joint": rmse(gams[bm].predict(xth[te]), yb[te]),
             "test_rmse_single": rmse(single, yb[te]),
@@ -853,9 +931,12 @@ class MetabenchFit:
                     "grid_type": f.grid_type,
                     "threshold": f.threshold,
                     "lambda": f.lam,
+                    "covariates": f.covariates,
                     "val_rmse": f.val_rmse,
                     "test_rmse": f.test_rmse,
+                    "test_rmse_theta": f.test_rmse_theta,
                     "random_test_rmse": f.random_test_rmse,
+                    "random_test_rmse_percent": f.random_test_rmse_percent,
                     "test_rmse_joint": float(self.joint.rmse_table.loc[bm, "test_rmse_joint"])
                     if self.joint
                     else np.nan,
@@ -891,7 +972,13 @@ class MetabenchFit:
                     "n_pool": f.n_pool,
                     "gam": f.gam.to_dict(),
                     "info_grid": f.info_grid.tolist(),
+                    "test_rmse_theta": f.test_rmse_theta,
+                    "random_test_rmse_percent": f.random_test_rmse_percent,
                 }
+                if f.score_model is not None:
+                    meta["benchmarks"][bm]["score_model"] = _save_score_model(
+                        f.score_model, tmp, bm
+                    )
                 f.params.to_parquet(tmp / f"{bm}__params.parquet")
                 f.pool_params.to_parquet(tmp / f"{bm}__pool_params.parquet")
                 f.thetas.to_parquet(tmp / f"{bm}__thetas.parquet")
@@ -951,6 +1038,11 @@ class MetabenchFit:
                 search=pd.read_parquet(src / f"{bm}__search.parquet"),
                 info_grid=np.asarray(m["info_grid"], float),
                 item_stats=pd.read_parquet(stats_path) if stats_path.exists() else None,
+                score_model=_load_score_model(m["score_model"], src, bm)
+                if "score_model" in m
+                else None,
+                test_rmse_theta=float(m.get("test_rmse_theta", "nan")),
+                random_test_rmse_percent=float(m.get("random_test_rmse_percent", "nan")),
             )
         joint = None
         if "joint" in meta:
@@ -983,6 +1075,39 @@ def _gam_frame(g: GamModel) -> pd.DataFrame:
 
 def _gam_load(df: pd.DataFrame, meta: dict) -> GamModel:
     return GamModel.from_arrays(df.drop(columns="y").to_numpy(float), df["y"].to_numpy(float), meta)
+
+
+def _save_score_model(m: ScoreModel, folder: Path, bm: str) -> dict:
+    _gam_frame(m.gam).to_parquet(folder / f"{bm}__score_gam.parquet")
+    meta: dict[str, Any] = {
+        "covariates": m.covariates,
+        "cv_rmse": m.cv_rmse,
+        "gam": m.gam.to_dict(),
+    }
+    if m.linear is not None:
+        pd.DataFrame({"coef": m.linear.coef, "item_mean": m.linear.item_means}).to_parquet(
+            folder / f"{bm}__linear.parquet"
+        )
+        meta["linear"] = {"intercept": m.linear.intercept, "alpha": m.linear.alpha}
+    return meta
+
+
+def _load_score_model(meta: dict, folder: Path, bm: str) -> ScoreModel:
+    linear = None
+    if "linear" in meta:
+        lf = pd.read_parquet(folder / f"{bm}__linear.parquet")
+        linear = LinearPredictor(
+            coef=lf["coef"].to_numpy(float),
+            intercept=float(meta["linear"]["intercept"]),
+            alpha=float(meta["linear"]["alpha"]),
+            item_means=lf["item_mean"].to_numpy(float),
+        )
+    return ScoreModel(
+        covariates=str(meta["covariates"]),
+        gam=_gam_load(pd.read_parquet(folder / f"{bm}__score_gam.parquet"), meta["gam"]),
+        linear=linear,
+        cv_rmse={str(k): float(v) for k, v in meta.get("cv_rmse", {}).items()},
+    )
 
 
 def fit_metabench(
@@ -1127,8 +1252,10 @@ def score_new_models(
     Returns
     -------
     thetas : DataFrame (models x benchmarks)
-    scores : DataFrame (models x benchmarks [+ "grand"]): per benchmark the GAM
-        ``score ~ s(θ_bm)``; "grand" (only when every benchmark is given) from the joint GAM.
+    scores : DataFrame (models x benchmarks [+ "grand"]): per benchmark the fit's
+        reconstruction (``BenchmarkFit.predict_scores``: the GAM on θ and, when chosen, the
+        percent correct and linear predictor of the selected items); "grand" (only when
+        every benchmark is given) from the joint GAM on all θ.
     """
     if not responses:
         raise SigmapInputError("score_new_models: no responses given")
@@ -1141,9 +1268,16 @@ def score_new_models(
         f = fit.benchmarks[bm]
         d = df.copy()
         d.columns = [str(c) for c in d.columns]
+        missing = [c for c in f.selected if c not in d.columns]
+        if missing:
+            raise SigmapInputError(
+                f"score_new_models: {bm}: responses lack {len(missing)} selected item(s), "
+                f"e.g. {missing[:3]}"
+            )
         est = estimate_theta(f.params, d, f.theta_method, benchmark=bm)
         th[bm] = est["theta"]
-        sc[bm] = pd.Series(f.gam.predict(est["theta"].to_numpy()), index=est.index)
+        x_sel = d.loc[est.index, f.selected].to_numpy(float)
+        sc[bm] = pd.Series(f.predict_scores(est["theta"].to_numpy(), x_sel), index=est.index)
     thetas = pd.DataFrame(th)
     scores = pd.DataFrame(sc)
     j = fit.joint

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.reconstruction import DEFAULT_COVARIATE_SETS, fit_score_model
 
 DEFAULT_STEMS = (
     "arc_secondary_2PL",
@@ -134,31 +135,36 @@ def heldout_reconstruction(
     seed: int = 0,
     irt_models: tuple[str, ...] = ("2PL", "3PL"),
     theta_methods: tuple[str, ...] = ("MAP", "EAP", "EAPsum"),
+    covariate_sets: tuple[str, ...] = DEFAULT_COVARIATE_SETS,
     n_boot: int = 2000,
 ) -> dict[str, Any]:
     """Full-score reconstruction for held-out LLMs vs metabench's stored GAM predictions.
 
     Only the training LLMs' answers are stored, so a random ``holdout`` fraction of them
-    (``numpy.random.default_rng(seed).permutation``) is held out; for every IRT model in
-    ``irt_models`` (fitted on the rest) and θ method, a GAM (``fit_gam(df=20)``) is fitted
-    on the rest, and the model/θ pair is chosen by 5-fold CV on the rest (as the pipeline
-    chooses it). Metabench's ``score_pred_gam`` for the held-out LLMs is in-sample (their
-    GAM and IRT saw them). Also: R's refit θ (the stored θ) with our GAM, held out and
-    in-sample, which separates the GAM from the IRT part of any difference.
+    (``numpy.random.default_rng(seed).permutation``) is held out. On the rest, for every IRT
+    model in ``irt_models``, θ method and covariate set (:func:`fit_score_model`: GAM on θ
+    [+ percent correct [+ ridge linear predictor]] of the same items, ``df=20``), the
+    5-fold CV RMSE is computed; the pipeline's choice is the candidate of lowest CV RMSE,
+    overall and among the θ-only candidates (metabench's own ``score ~ s(θ)``). Metabench's
+    ``score_pred_gam`` for the held-out LLMs is in-sample (their GAM and IRT saw them).
+    Also: R's refit θ (the stored θ) with our θ-only GAM and with our chosen covariates,
+    which separates the reconstruction from the IRT part of any difference.
 
     Returns
     -------
-    dict with ``theirs_in_sample``, per candidate ``cands[model/method]`` (``cv``,
-    ``heldout``, ``diff_ci95``: paired-bootstrap 95 % interval of RMSE(ours) − RMSE(theirs)
-    over the held-out LLMs), ``cv_choice``, ``ours_heldout``, ``diff_ci95``,
-    ``r_theta_our_gam_heldout``, ``r_theta_our_gam_in_sample``, ``seconds``.
+    dict with ``theirs_in_sample``, per candidate ``cands["model/method/covariates"]``
+    (``cv``, ``heldout``, ``diff_ci95``: paired-bootstrap 95 % interval of RMSE(ours) −
+    RMSE(theirs) over the held-out LLMs), ``cv_choice``/``ours_heldout``/``diff_ci95`` (all
+    candidates), ``theta_only_cv_choice``/``theta_only_heldout``/``theta_only_diff_ci95``,
+    ``r_theta_our_gam_heldout``, ``r_theta_our_gam_in_sample``,
+    ``r_theta_our_score_model_heldout``, ``seconds``.
     """
     import numpy as np
     import pandas as pd
 
     from sigmap_lib.gam import fit_gam
     from sigmap_lib.irt import estimate_theta, fit_irt
-    from sigmap_lib.metabench import rmse, stratified_folds
+    from sigmap_lib.metabench import rmse
 
     t0 = time.perf_counter()
     root = Path(shared_data)
@@ -172,6 +178,7 @@ def heldout_reconstruction(
     hold = np.zeros(len(x), bool)
     hold[np.random.default_rng(seed).permutation(len(x))[: round(holdout * len(x))]] = True
     y = train["score_full"].to_numpy(float)
+    xa = x.to_numpy(float)
     theirs = train["score_pred_gam"].to_numpy(float)[hold]
     e_theirs = (theirs - y[hold]) ** 2
     boot = np.random.default_rng(seed + 2).integers(0, hold.sum(), (n_boot, hold.sum()))
@@ -181,7 +188,12 @@ def heldout_reconstruction(
         diff = np.sqrt(e[boot].mean(1)) - np.sqrt(e_theirs[boot].mean(1))
         return [round(float(v), 4) for v in np.quantile(diff, [0.025, 0.975])]
 
-    folds = stratified_folds(y[~hold], 5, np.random.default_rng(seed + 1))
+    def score(t: np.ndarray, covs: str) -> tuple[float, np.ndarray]:
+        m = fit_score_model(
+            t[~hold], xa[~hold], y[~hold], covariate_sets=(covs,), cv=True, seed=seed + 1
+        )
+        return m.cv_rmse[covs], m.predict(t[hold], xa[hold])
+
     out: dict[str, Any] = {
         "stem": stem,
         "n_fit": int((~hold).sum()),
@@ -193,22 +205,24 @@ def heldout_reconstruction(
         params = fit_irt(x[~hold], model, max_iter=1000).params
         for method in theta_methods:
             t = estimate_theta(params, x, method)["theta"].to_numpy()
-            tf, yf = t[~hold], y[~hold]
-            sq = []
-            for f in range(5):
-                g = fit_gam(tf[folds != f], yf[folds != f], df=20)
-                sq.append(rmse(g.predict(tf[folds == f]), yf[folds == f]) ** 2)
-            pred = fit_gam(tf, yf, df=20).predict(t[hold])
-            out["cands"][f"{model}/{method}"] = {
-                "cv": round(float(np.sqrt(np.mean(sq))), 4),
-                "heldout": round(rmse(pred, y[hold]), 4),
-                "diff_ci95": ci(pred),
-            }
-    best = min(out["cands"], key=lambda k: out["cands"][k]["cv"])
+            for covs in covariate_sets:
+                cv, pred = score(t, covs)
+                out["cands"][f"{model}/{method}/{covs}"] = {
+                    "cv": round(cv, 4),
+                    "heldout": round(rmse(pred, y[hold]), 4),
+                    "diff_ci95": ci(pred),
+                }
+    cands = out["cands"]
+    best = min(cands, key=lambda k: cands[k]["cv"])
+    theta_only = [k for k in cands if k.endswith("/theta")]
+    best_t = min(theta_only, key=lambda k: cands[k]["cv"]) if theta_only else best
     out.update(
         cv_choice=best,
-        ours_heldout=out["cands"][best]["heldout"],
-        diff_ci95=out["cands"][best]["diff_ci95"],
+        ours_heldout=cands[best]["heldout"],
+        diff_ci95=cands[best]["diff_ci95"],
+        theta_only_cv_choice=best_t,
+        theta_only_heldout=cands[best_t]["heldout"],
+        theta_only_diff_ci95=cands[best_t]["diff_ci95"],
     )
     r_theta = train["theta"].to_numpy(float)
     out["r_theta_our_gam_heldout"] = round(
@@ -216,6 +230,9 @@ def heldout_reconstruction(
     )
     out["r_theta_our_gam_in_sample"] = round(
         rmse(fit_gam(r_theta, y, df=20).predict(r_theta[hold]), y[hold]), 4
+    )
+    out["r_theta_our_score_model_heldout"] = round(
+        rmse(score(r_theta, best.split("/", 2)[2])[1], y[hold]), 4
     )
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out

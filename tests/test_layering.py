@@ -25,6 +25,8 @@ LIB_MODULES = [
     "sigmap_lib.embed",
     "sigmap_lib.irt",
     "sigmap_lib.gam",
+    "sigmap_lib.ridge",
+    "sigmap_lib.reconstruction",
     "sigmap_lib.metabench",
     "sigmap_lib.worlds",
     "sigmap_lib.worlds.synthetic",

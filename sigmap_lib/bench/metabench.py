@@ -154,7 +154,8 @@ def main(argv: list[str] | None = None) -> dict:
         def done(bm: str, f: Any, seconds: float) -> None:
             print(
                 f"{bm}: {len(f.selected)}/{sizes[bm]} items, {f.irt_model}/{f.theta_method}, "
-                f"test RMSE {f.test_rmse:.3f} (random {f.random_test_rmse:.3f}), "
+                f"{f.covariates}: test RMSE {f.test_rmse:.3f} (random {f.random_test_rmse:.3f}); "
+                f"θ only {f.test_rmse_theta:.3f} (random % correct {f.random_test_rmse_percent:.3f}), "
                 f"{seconds:.0f} s, load {_loadavg()}",
                 file=sys.stderr,
             )
@@ -217,6 +218,12 @@ def main(argv: list[str] | None = None) -> dict:
                 "test_rmse": round(float(r.test_rmse), 4),
                 "random_test_rmse": round(float(r.random_test_rmse), 4),
                 "ratio_vs_random": round(float(r.test_rmse / r.random_test_rmse), 4),
+                "covariates": r.covariates,
+                "test_rmse_theta": round(float(r.test_rmse_theta), 4),
+                "random_test_rmse_percent": round(float(r.random_test_rmse_percent), 4),
+                "ratio_theta_vs_random_percent": round(
+                    float(r.test_rmse_theta / r.random_test_rmse_percent), 4
+                ),
                 "test_rmse_joint": round(float(r.test_rmse_joint), 4),
                 "wall_s": bench_wall[r.benchmark],
             }

@@ -97,6 +97,10 @@ def test_fit_metabench_end_to_end(small_world, tmp_path):
         assert b.test_rmse < b.random_test_rmse  # IRT selection beats random same-size subsets
         assert np.isfinite(b.test_rmse) and b.test_rmse < 6
         assert (b.thetas["role"] == "test").sum() >= 50
+        # the reconstruction's covariates were chosen by CV among the configured sets
+        assert set(b.score_model.cv_rmse) == set(fit.config.score_covariates)
+        assert b.covariates == min(b.score_model.cv_rmse, key=b.score_model.cv_rmse.get)
+        assert np.isfinite(b.test_rmse_theta) and np.isfinite(b.random_test_rmse_percent)
     assert fit.grand_test_rmse < np.mean(list(fit.test_rmse.values()))
     assert fit.joint.factor_spearman > 0.8
     # save / load round trip gives identical predictions
@@ -106,6 +110,12 @@ def test_fit_metabench_end_to_end(small_world, tmp_path):
     _th1, sc1 = mb.score_new_models(fit, resp)
     _th2, sc2 = mb.score_new_models(back, resp)
     assert np.allclose(sc1.to_numpy(), sc2.to_numpy())
+    for bm, b in fit.benchmarks.items():
+        assert back.benchmarks[bm].covariates == b.covariates
+        assert back.benchmarks[bm].test_rmse_theta == b.test_rmse_theta
+        # scoring a held-out (test) model again reproduces the fit's own prediction
+        te = b.thetas.index[b.thetas["role"] == "test"]
+        np.testing.assert_allclose(sc2.loc[te, bm], b.thetas.loc[te, "score_pred"], rtol=1e-6)
     fit.save(tmp_path / "mb")  # overwrite in place
     assert mb.MetabenchFit.load(tmp_path / "mb").selected == fit.selected
     mb.plot_reconstruction(fit, tmp_path / "rec.png")
@@ -155,6 +165,10 @@ def test_input_validation():
         mb.fit_metabench({"a": bad}, scores)
     with pytest.raises(SigmapInputError, match="unknown option"):
         mb.fit_metabench({"a": good}, scores, pool_sise=10)
+    with pytest.raises(SigmapInputError, match="include theta"):
+        mb.fit_metabench({"a": good}, scores, score_covariates=("percent+linear",))
+    with pytest.raises(SigmapInputError, match="covariates"):
+        mb.fit_metabench({"a": good}, scores, score_covariates=("theta+sum",))
 
 
 def test_parallel_benchmark_fits_equal_sequential(small_world):

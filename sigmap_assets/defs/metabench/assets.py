@@ -232,8 +232,10 @@ def metabench_selection(
                 "selected": len(fit.selected),
                 "IRT": fit.irt_model,
                 "θ": fit.theta_method,
+                "score GAM on": fit.covariates,
                 "test RMSE": fit.test_rmse,
                 "random-subset RMSE": fit.random_test_rmse,
+                "test RMSE, θ only": fit.test_rmse_theta,
             }
         )
     return dg.MaterializeResult(
@@ -317,7 +319,10 @@ def metabench(
             "Summary",
             f"{fit.n_selected} of {n_items} items kept ({summary['compression_pct']:.1f}%). "
             f"Grand-score test RMSE {fit.grand_test_rmse:.3g} points; one-factor Spearman with the grand score "
-            f"{summary['factor_spearman_with_grand']}.",
+            f"{summary['factor_spearman_with_grand']}. Each benchmark's score is reconstructed "
+            "by a GAM on θ, plus the selected items' percent correct and linear predictor when "
+            "cross-validation prefers them (`covariates`); `test_rmse_theta` is θ alone, and "
+            "`random_test_rmse` reconstructs random same-size subsets from the same summaries.",
             tables=[("per benchmark", table)],
         ),
         Section("Reconstruction", images=[("reconstructed vs true (test models)", rec_png)]),
