@@ -241,10 +241,16 @@ def _code_and_docstrings(
     return code, prose
 
 
+#: distributions whose long description is never corpus text (this project's own README)
+_OWN_DISTRIBUTIONS = frozenset({"sigmap"})
+
+
 def _readme_docs(root: Path, *, min_chars: int, max_chars: int) -> Iterator[tuple[str, str]]:
     """(package, prose chunk) from the long descriptions of installed packages.
 
-    A paragraph seen in an earlier package (boilerplate, forks) is skipped."""
+    A paragraph seen in an earlier package (boilerplate, forks) is skipped, and so is this
+    project's own distribution: its description is the README, which changes with every
+    edit — the zoo would otherwise change (and retrain) whenever the documentation does."""
     seen: set[str] = set()
     for meta in sorted(root.glob("*.dist-info/METADATA")):
         try:
@@ -256,6 +262,8 @@ def _readme_docs(root: Path, *, min_chars: int, max_chars: int) -> Iterator[tupl
             (ln.split(":", 1)[1].strip() for ln in head.split("\n") if ln.startswith("Name:")),
             meta.parent.name,
         )
+        if name.lower().replace("_", "-") in _OWN_DISTRIBUTIONS:
+            continue
         body = _clean(body)
         chunk: list[str] = []
         size = 0

@@ -77,6 +77,23 @@ def test_texts_are_deterministic_and_split_by_document(quick_texts) -> None:
     assert a == b
 
 
+def test_own_readme_is_never_corpus_text(tmp_path: Path) -> None:
+    """Package descriptions feed the prose domain, but not this project's own (its README):
+    otherwise every documentation edit would change the zoo's texts and retrain it."""
+    from sigmap_lib.worlds.zoo_text import _readme_docs
+
+    para = "This is a plain paragraph of ordinary English prose, long enough to be kept as text. "
+    for dist, name in (("sigmap-0.1.0", "sigmap"), ("other_pkg-1.0", "other-pkg")):
+        (tmp_path / f"{dist}.dist-info").mkdir()
+        body = "\n\n".join(f"{name} {k}: {para * 2}" for k in range(12))
+        (tmp_path / f"{dist}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\n\n{body}", encoding="utf-8"
+        )
+    got = list(_readme_docs(tmp_path, min_chars=200, max_chars=2000))
+    assert got and {pkg for pkg, _ in got} == {"other-pkg"}
+    assert not any("sigmap" in text for _, text in got)
+
+
 def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
     benches = build_zoo_benchmarks(quick_texts, n_items=20, seed=0)
     again = build_zoo_benchmarks(quick_texts, n_items=20, seed=0)
