@@ -188,11 +188,11 @@ def heldout_reconstruction(
         diff = np.sqrt(e[boot].mean(1)) - np.sqrt(e_theirs[boot].mean(1))
         return [round(float(v), 4) for v in np.quantile(diff, [0.025, 0.975])]
 
-    def score(t: np.ndarray, covs: str) -> tuple[float, np.ndarray]:
+    def score(t: np.ndarray, covs: str, cv: bool = True) -> tuple[float, np.ndarray]:
         m = fit_score_model(
-            t[~hold], xa[~hold], y[~hold], covariate_sets=(covs,), cv=True, seed=seed + 1
+            t[~hold], xa[~hold], y[~hold], covariate_sets=(covs,), cv=cv, seed=seed + 1
         )
-        return m.cv_rmse[covs], m.predict(t[hold], xa[hold])
+        return m.cv_rmse.get(covs, float("nan")), m.predict(t[hold], xa[hold])
 
     out: dict[str, Any] = {
         "stem": stem,
@@ -232,7 +232,7 @@ def heldout_reconstruction(
         rmse(fit_gam(r_theta, y, df=20).predict(r_theta[hold]), y[hold]), 4
     )
     out["r_theta_our_score_model_heldout"] = round(
-        rmse(score(r_theta, best.split("/", 2)[2])[1], y[hold]), 4
+        rmse(score(r_theta, best.split("/", 2)[2], cv=False)[1], y[hold]), 4
     )
     out["seconds"] = round(time.perf_counter() - t0, 1)
     return out
