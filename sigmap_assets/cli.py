@@ -111,7 +111,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    module = importlib.import_module(f"sigmap_lib.bench.{args.name}")
+    module = importlib.import_module(f"sigmap_lib.perf.{args.name}")
     result = module.main(list(args.rest))
     print(json.dumps(result, default=float))
     return 0
@@ -150,22 +150,22 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_realdata(args: argparse.Namespace) -> int:
-    from sigmap_lib.paths import shared_data_dir
+    from sigmap_lib.studies._paths import shared_data_dir
 
     data = Path(args.data).resolve() if args.data else shared_data_dir()
     if not data.exists():
         print(f"sigmap realdata: {data} does not exist (pass --data PATH)", file=sys.stderr)
         return 2
     if args.what == "overlap":
-        from sigmap_lib.analysis import real_data_overlap_summary
+        from sigmap_lib.studies import real_data_overlap_summary
 
         result = real_data_overlap_summary(data)
     elif args.what == "heldout":
-        from sigmap_lib.validation import DEFAULT_STEMS, heldout_reconstruction
+        from sigmap_lib.studies import DEFAULT_STEMS, heldout_reconstruction
 
         result = {"fits": [heldout_reconstruction(data, stem) for stem in DEFAULT_STEMS]}
     else:
-        from sigmap_lib.validation import real_data_validation
+        from sigmap_lib.studies import real_data_validation
 
         result = real_data_validation(data)
     print(json.dumps(result, default=float))

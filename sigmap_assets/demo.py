@@ -211,10 +211,10 @@ class DemoRunner:
 
     def _keys_for(self, step: Step) -> list[str]:
         if step.partitions == "models":
-            from sigmap_lib.registry import read_registry
+            from sigmap_lib.inputs import read_registry
 
             return [s.key for s in read_registry(self.resources["world"].file("models.yaml"))]
-        from sigmap_lib.catalog import benchmark_slug, read_catalog
+        from sigmap_lib.inputs import benchmark_slug, read_catalog
 
         return [
             benchmark_slug(n) for n in read_catalog(self.resources["world"].file("catalog.yaml"))

@@ -19,7 +19,7 @@ class SyncPlan:
 
 def plan_model_sync(registry_path: Path, existing: set[str]) -> SyncPlan:
     """Which registry models have no `models` partition yet (in registry order)."""
-    from sigmap_lib.registry import read_registry
+    from sigmap_lib.inputs import read_registry
 
     specs = read_registry(registry_path)
     keys = [s.key for s in specs]
@@ -32,7 +32,7 @@ def plan_model_sync(registry_path: Path, existing: set[str]) -> SyncPlan:
 
 def plan_benchmark_sync(catalog_path: Path, existing: set[str]) -> SyncPlan:
     """Which catalog benchmarks have no `benchmarks` partition yet (in catalog order)."""
-    from sigmap_lib.catalog import benchmark_slug, read_catalog
+    from sigmap_lib.inputs import benchmark_slug, read_catalog
 
     catalog = read_catalog(catalog_path)
     keys = [benchmark_slug(name) for name in catalog]

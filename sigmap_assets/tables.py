@@ -28,11 +28,11 @@ def write_parquet(df: Any, path: Path) -> Path:
 
 
 def write_json(obj: Any, path: Path) -> Path:
-    text = json.dumps(obj, indent=1, default=_default)
+    text = json.dumps(obj, indent=1, default=json_default)
     return _atomic(path, lambda tmp: tmp.write_text(text))
 
 
-def _default(o: Any) -> Any:
+def json_default(o: Any) -> Any:
     import numpy as np
 
     if isinstance(o, np.integer):
@@ -78,6 +78,6 @@ def current_ranks(storage: SigmapStorage) -> dict:
 
 def open_corpus(storage: SigmapStorage):
     """The corpus store `corpus_units` built (units, documents, shards, fingerprint)."""
-    from sigmap_lib.corpus import CorpusStore
+    from sigmap_lib.inputs import CorpusStore
 
     return CorpusStore.open(storage.path("corpus", "store"))

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from sigmap_lib.paths import shared_data_dir
+from sigmap_lib.studies._paths import shared_data_dir
 
 
 def pytest_configure(config: pytest.Config) -> None:

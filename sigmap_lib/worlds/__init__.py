@@ -1,92 +1,37 @@
-"""Worlds: complete input folders (corpus, registry, catalog, scores, items) with known truth.
-
-- :mod:`sigmap_lib.worlds.zoo` — tiny real transformers trained locally (the demo default);
-- :mod:`sigmap_lib.worlds.synthetic` — planted signatures, fast;
-- :mod:`sigmap_lib.worlds.tiny` — building blocks for tiny HF models and tokenizers.
-
-:func:`check_world` validates a user's world folder (docs/FORMATS.md).
+"""Worlds: the inputs of a whole run -- the synthetic planted-truth world, tiny real
+transformers, the embedded zoo, and the layout check of a user's world folder.
 """
 
-from __future__ import annotations
+from ._layout import (
+    WorldLayout,
+    check_world,
+)
+from ._synthetic import (
+    FORMATS,
+    SyntheticWorld,
+    make_synthetic_world,
+    planted_recovery,
+)
+from ._tiny import (
+    build_causal_lm,
+    random_text,
+    sample_texts,
+    save_model,
+    train_bpe_tokenizer,
+    train_causal_lm,
+)
 
-import hashlib
-from dataclasses import dataclass, field
-from pathlib import Path
-
-from sigmap_lib.errors import SigmapInputError
-
-REQUIRED = ("corpus", "models.yaml", "catalog.yaml", "scores.csv")
-CORPUS_SUFFIXES = (".txt", ".jsonl", ".parquet")
-
-
-@dataclass(frozen=True)
-class WorldLayout:
-    """Where the parts of a world folder are, and a fingerprint of their contents."""
-
-    root: Path
-    corpus: Path
-    models: Path
-    catalog: Path
-    scores: Path
-    corpus_files: tuple[Path, ...] = field(default=())
-    fingerprint: str = ""
-
-
-def _file_digest(path: Path, h: hashlib._Hash) -> None:
-    h.update(str(path.name).encode())
-    with path.open("rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-
-
-def check_world(root: str | Path) -> WorldLayout:
-    """Validate a world folder's layout and fingerprint its inputs.
-
-    Parameters
-    ----------
-    root
-        Folder laid out as in ``docs/FORMATS.md``.
-
-    Returns
-    -------
-    WorldLayout
-        Paths of the parts and a sha256 fingerprint over every (non-hidden) file of the
-        world (so downstream assets can tell when any input changed).
-
-    Raises
-    ------
-    SigmapInputError
-        Naming the folder and the missing part.
-    """
-    root = Path(root).expanduser().resolve()
-    if not root.is_dir():
-        raise SigmapInputError(f"world folder {root} does not exist or is not a directory")
-    missing = [name for name in REQUIRED if not (root / name).exists()]
-    if missing:
-        raise SigmapInputError(
-            f"world folder {root} is missing {', '.join(missing)} (expected layout: docs/FORMATS.md)"
-        )
-    corpus = root / "corpus"
-    files = tuple(
-        sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in CORPUS_SUFFIXES)
-    )
-    if not files:
-        raise SigmapInputError(f"corpus folder {corpus} holds no .txt, .jsonl or .parquet files")
-    h = hashlib.sha256()
-    every = sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
-    for p in every:
-        h.update(str(p.relative_to(root)).encode())
-        _file_digest(p, h)
-    return WorldLayout(
-        root=root,
-        corpus=corpus,
-        models=root / "models.yaml",
-        catalog=root / "catalog.yaml",
-        scores=root / "scores.csv",
-        corpus_files=files,
-        fingerprint=h.hexdigest(),
-    )
+__all__ = [
+    "FORMATS",
+    "SyntheticWorld",
+    "WorldLayout",
+    "build_causal_lm",
+    "check_world",
+    "make_synthetic_world",
+    "planted_recovery",
+    "random_text",
+    "sample_texts",
+    "save_model",
+    "train_bpe_tokenizer",
+    "train_causal_lm",
+]

@@ -141,7 +141,7 @@ def make_project(tmp_path: Path, world_dir: Path, instance: dg.DagsterInstance) 
 
 
 def small_synthetic_world(root: Path) -> Path:
-    from sigmap_lib.worlds.synthetic import make_synthetic_world
+    from sigmap_lib.worlds import make_synthetic_world
 
     make_synthetic_world(
         root,

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 import yaml
 
-from sigmap_lib.corpus import CorpusStore, Document, build_corpus_store
-from sigmap_lib.store import NLLStore
+from sigmap_lib.inputs import CorpusStore, Document, build_corpus_store
+from sigmap_lib.nll import NLLStore
 from tests.assets.harness import Project
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ SHARD_CFG = {"ops": {"corpus_units": {"config": {"shard_units": 500}}}}  # 6 sha
 @pytest.fixture(scope="module")
 def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A tiny trained GPT-2 (byte-level BPE) saved with safetensors."""
-    from sigmap_lib.worlds.tiny import (
+    from sigmap_lib.worlds import (
         build_causal_lm,
         sample_texts,
         save_model,
@@ -51,7 +51,7 @@ def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusStore:
     """A small corpus with 8 shards of irregular size."""
-    from sigmap_lib.worlds.tiny import sample_texts
+    from sigmap_lib.worlds import sample_texts
 
     texts = sample_texts(32, seed=7)
     docs = [Document(f"d{i}", f"d{i}", t) for i, t in enumerate(texts)]
@@ -83,7 +83,7 @@ def reference(reference_store: Path) -> np.ndarray:
 def scored(tiny_gpt2: Path, corpus: CorpusStore, out: Path, **kw) -> dict:
     import torch
 
-    from sigmap_lib.perplexity import load_model, score_corpus
+    from sigmap_lib.nll import load_model, score_corpus
 
     n = torch.get_num_threads()
     torch.set_num_threads(1)
@@ -111,9 +111,9 @@ CHILD = textwrap.dedent(
     import os, signal, sys, time
     import torch
     torch.set_num_threads(1)
-    from sigmap_lib.corpus import CorpusStore
-    from sigmap_lib.perplexity import load_model, score_corpus
-    from sigmap_lib.store import NLLStore
+    from sigmap_lib.inputs import CorpusStore
+    from sigmap_lib.nll import load_model, score_corpus
+    from sigmap_lib.nll import NLLStore
 
     model_dir, corpus_dir, out, mode = sys.argv[1:5]
     if mode == "in-shard":
@@ -314,7 +314,7 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
     for t in threads:
         t.join(timeout=240)
     assert not errors, errors
-    from sigmap_lib.registry import read_registry
+    from sigmap_lib.inputs import read_registry
 
     sources = {s.key: s.nll_source for s in read_registry(Path(project.world.path) / "models.yaml")}
     dirs = [_nll_dir(project, k) for k in keys]

@@ -106,7 +106,7 @@ def test_zarr_url_form_reads_what_the_store_wrote(memory_root):
 
 @pytest.mark.parametrize("which", ["memory", "local"])
 def test_nll_store_shard_roundtrip_and_verify(memory_root, tmp_path, which):
-    store_mod = pytest.importorskip("sigmap_lib.store")
+    store_mod = pytest.importorskip("sigmap_lib.nll._store")
     root = _roots(memory_root, tmp_path)[0 if which == "memory" else 1]
     storage = SigmapStorage(root=root)
     path = storage.nll_dir("m1")

@@ -14,9 +14,9 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     ``[0]`` GPT-2 (learned positions) + byte-level BPE (vocab 400), context 64.
     ``[1]`` Llama (RoPE, SwiGLU) + SentencePiece-style Metaspace BPE with byte fallback
     (vocab 420), context 96.
-    Both load through ``sigmap_lib.perplexity.load_model``. Built in ~2 s.
+    Both load through ``sigmap_lib.nll.load_model``. Built in ~2 s.
     """
-    from sigmap_lib.worlds.tiny import (
+    from sigmap_lib.worlds import (
         build_causal_lm,
         sample_texts,
         save_model,

@@ -25,7 +25,7 @@ def benchmark_catalog(
     """Family, format and function of every benchmark (catalog.yaml); adds `benchmarks` partitions."""
     import polars as pl
 
-    from sigmap_lib.catalog import read_catalog
+    from sigmap_lib.inputs import read_catalog
 
     path = world.file("catalog.yaml")
     catalog = read_catalog(path)
@@ -82,9 +82,8 @@ def benchmark_scores(
     import polars as pl
     import yaml
 
-    from sigmap_lib.catalog import benchmark_slug, read_catalog
-    from sigmap_lib.registry import read_registry
-    from sigmap_lib.scores import apply_model_match, match_models, read_score_sources
+    from sigmap_lib.inputs import benchmark_slug, read_catalog, read_registry
+    from sigmap_lib.inputs.scores import apply_model_match, match_models, read_score_sources
 
     catalog = read_catalog(world.file("catalog.yaml"))
     sources_file = world.file("scores.yaml")
@@ -153,8 +152,7 @@ def benchmark_items(
     """Question texts and (where available) item-level 0/1 responses of each benchmark."""
     import polars as pl
 
-    from sigmap_lib.catalog import read_catalog
-    from sigmap_lib.items import read_questions, read_responses
+    from sigmap_lib.inputs import read_catalog, read_questions, read_responses
 
     catalog = {b.slug: b for b in read_catalog(world.file("catalog.yaml")).values()}
     rows = []

@@ -15,7 +15,7 @@ from sigmap_assets.tables import open_corpus, scores_long
 def scores_within_range(world: WorldResource, storage: SigmapStorage) -> dg.AssetCheckResult:
     import numpy as np
 
-    from sigmap_lib.catalog import read_catalog
+    from sigmap_lib.inputs import read_catalog
 
     catalog = read_catalog(world.file("catalog.yaml"))
     table = scores_long(storage)
@@ -41,8 +41,8 @@ def scored_models_have_nll(world: WorldResource, storage: SigmapStorage) -> dg.A
     import polars as pl
 
     from sigmap_assets.defs.models.assets import nll_store_dir
-    from sigmap_lib.registry import read_registry
-    from sigmap_lib.store import NLLStore
+    from sigmap_lib.inputs import read_registry
+    from sigmap_lib.nll import NLLStore
 
     corpus = open_corpus(storage)
     specs = read_registry(world.file("models.yaml"))

@@ -67,7 +67,7 @@ def corpus_units(
     """
     import polars as pl
 
-    from sigmap_lib.corpus import CorpusStore, build_corpus_store, read_corpus
+    from sigmap_lib.inputs import CorpusStore, build_corpus_store, read_corpus
 
     manifest = pl.read_parquet(storage.path("corpus", "manifest.parquet"))
     source_fp = hashlib.sha256(

@@ -109,8 +109,7 @@ def irt_item_pool(
 ) -> dg.MaterializeResult:
     """Common test split of models; items filtered (variance, guess-adjusted easiness,
     item–total correlation); cross-validated random subsampling to a pool."""
-    from sigmap_lib.metabench import build_item_pool
-    from sigmap_lib.metabench_store import save_item_pool
+    from sigmap_lib.metabench import build_item_pool, save_item_pool
 
     responses, full, split = common_split(storage, config, world)
     rows = []
@@ -164,8 +163,7 @@ def irt_fits(
 ) -> dg.MaterializeResult:
     """2PL/3PL(/4PL) IRT fits of each pool with `mirt`; θ by MAP and EAPsum; each
     (model, θ-method) ranked by cross-validated reconstruction RMSE."""
-    from sigmap_lib.metabench import fit_pool_irt
-    from sigmap_lib.metabench_store import load_item_pool, save_pool_irt
+    from sigmap_lib.metabench import fit_pool_irt, load_item_pool, save_pool_irt
 
     responses, full = load_responses(storage)
     rows = []
@@ -199,8 +197,7 @@ def metabench_selection(
     selected items, GAM reconstruction of the full score; test RMSE vs a random subset."""
     import pandas as pd
 
-    from sigmap_lib.metabench import select_items
-    from sigmap_lib.metabench_store import load_item_pool, load_pool_irt, save_benchmark_fit
+    from sigmap_lib.metabench import load_item_pool, load_pool_irt, save_benchmark_fit, select_items
 
     responses, full = load_responses(storage)
     split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]
@@ -260,15 +257,13 @@ def metabench(
     (parquet + JSONL for an lm-eval-harness task) and a report."""
     import pandas as pd
 
-    from sigmap_lib.metabench import (
-        MetabenchFit,
-        export_items,
-        fit_joint,
+    from sigmap_lib.metabench import MetabenchFit, export_items, fit_joint, load_benchmark_fit
+    from sigmap_lib.reporting import (
+        Section,
         plot_reconstruction,
         plot_test_information,
+        render_html_report,
     )
-    from sigmap_lib.metabench_store import load_benchmark_fit
-    from sigmap_lib.report import Section, render_html_report
 
     responses, full = load_responses(storage)
     split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]

@@ -27,7 +27,7 @@ def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.Materiali
     """The models of the registry (`models.yaml`): raw id, partition key, family, size, revision."""
     import polars as pl
 
-    from sigmap_lib.registry import read_registry
+    from sigmap_lib.inputs import read_registry
 
     path = world.file("models.yaml")
     specs = read_registry(path)
@@ -67,7 +67,7 @@ def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.Materiali
 
 def registry_specs(world: WorldResource) -> list:
     """The registry entries, read from the world's models.yaml (the source of truth)."""
-    from sigmap_lib.registry import read_registry
+    from sigmap_lib.inputs import read_registry
 
     return read_registry(world.file("models.yaml"))
 
@@ -115,11 +115,11 @@ def token_nll(
     out = nll_store_dir(storage, corpus.fingerprint, key)
     t0 = time.perf_counter()
     if spec.nll_source:
-        from sigmap_lib.store import import_nll
+        from sigmap_lib.nll import import_nll
 
         stats = import_nll(spec.nll_source, corpus, out, model_id=spec.id)
     else:
-        from sigmap_lib.perplexity import load_model, score_corpus
+        from sigmap_lib.nll import load_model, score_corpus
 
         if compute.threads:
             import torch
@@ -164,8 +164,7 @@ def token_nll(
 def nll_ranks(
     context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource
 ) -> dg.MaterializeResult:
-    from sigmap_lib.ranks import RankStore, build_rank_store
-    from sigmap_lib.store import NLLStore
+    from sigmap_lib.nll import NLLStore, RankStore, build_rank_store
 
     corpus = open_corpus(storage)
     complete, missing = [], []

@@ -16,7 +16,7 @@ from sigmap_assets.tables import open_corpus
 def token_nll_valid(
     context: dg.AssetCheckExecutionContext, storage: SigmapStorage
 ) -> dg.AssetCheckResult:
-    from sigmap_lib.store import NLLStore
+    from sigmap_lib.nll import NLLStore
 
     key = context.op_execution_context.partition_key
     corpus = open_corpus(storage)

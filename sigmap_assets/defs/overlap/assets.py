@@ -51,8 +51,8 @@ def load_matrix(storage: SigmapStorage, name: str):
 
 
 def matrix_metadata(storage: SigmapStorage, matrix, name: str, title: str) -> dict:
-    from sigmap_lib.analysis import spread
-    from sigmap_lib.plots import heatmap
+    from sigmap_lib.overlap import spread
+    from sigmap_lib.reporting import heatmap
 
     png = heatmap(matrix, storage.plots_dir() / f"{name}_heatmap.png", title=title)
     s = spread(matrix)
@@ -79,8 +79,8 @@ class PerformanceConfig(dg.Config):
 )
 def performance_overlap(config: PerformanceConfig, storage: SigmapStorage) -> dg.MaterializeResult:
     """Spearman ρ of benchmark scores over the models scored on both (count of common models kept)."""
+    from sigmap_lib.inputs.scores import to_wide
     from sigmap_lib.overlap import performance_overlap as perf
-    from sigmap_lib.scores import to_wide
 
     models, benches, values = to_wide(
         scores_long(storage)
@@ -132,7 +132,7 @@ def semantic_overlap(
     """Size-matched bootstrap cosine similarity of mean question embeddings (MiniLM, offline).
 
     Each distinct question is embedded once and cached in storage by content hash."""
-    from sigmap_lib.embed import embed_texts, load_encoder
+    from sigmap_lib.overlap import embed_texts, load_encoder
     from sigmap_lib.overlap import semantic_overlap as sem
 
     keys = catalog_table(storage)["key"].to_list()
@@ -173,7 +173,7 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]):
     import polars as pl
 
     from sigmap_assets.defs.signatures.assets import open_nll_arrays, score_matrix
-    from sigmap_lib.ranks import RankStore
+    from sigmap_lib.nll import RankStore
 
     info = current_ranks(storage)
     sigs, configs, fallback = {}, {}, []
@@ -214,7 +214,7 @@ def signature_overlap(
     """Spearman across models of the mean bits-per-byte z-score over each signature's units,
     with a permutation-null p-value per pair and bootstrap intervals over models."""
     from sigmap_lib.overlap import bootstrap_ci, signature_overlap_null
-    from sigmap_lib.signature import extract_signatures, gather_units
+    from sigmap_lib.signatures import extract_signatures, gather_units
 
     keys = catalog_table(storage)["key"].to_list()
     info, sigs, configs, fallback, ranks, corpus, y, arrays = signature_inputs(storage, keys)
@@ -298,7 +298,7 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
 
     import polars as pl
 
-    from sigmap_lib.report import Section
+    from sigmap_lib.reporting import Section
 
     truth_path = world_root / "truth.json"
     if not truth_path.exists():
@@ -307,7 +307,7 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
     names = dict(zip(catalog["key"].to_list(), catalog["benchmark"].to_list()))
     functions = dict(zip(catalog["key"].to_list(), catalog["function"].to_list()))
     if "planted" in json.dumps(list(truth.keys())):
-        from sigmap_lib.worlds.synthetic import SyntheticWorld, planted_recovery
+        from sigmap_lib.worlds import SyntheticWorld, planted_recovery
 
         rec = planted_recovery(
             SyntheticWorld.load(world_root), {names[k]: v for k, v in sigs.items()}
@@ -328,7 +328,7 @@ def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> t
     doc_domain = truth.get("doc_domain") or truth.get("corpus_domains")
     if not doc_domain:
         return [], {}
-    from sigmap_lib.findings import domain_shares, matching_domain_summary
+    from sigmap_lib.reporting import domain_shares, matching_domain_summary
 
     corpus = open_corpus(storage)
     doc_ids = corpus.doc_ids if hasattr(corpus, "doc_ids") else None
@@ -376,8 +376,7 @@ def overlap_report(
     """Tests per level (family/format Mann–Whitney, function matrices, spread, clustering),
     heatmaps and dendrograms, robustness variants, signature–content alignment and the
     world's truth-based findings — as a self-contained HTML report and UI metadata."""
-    from sigmap_lib.overlap_report import build_overlap_report
-    from sigmap_lib.report import render_html_report
+    from sigmap_lib.reporting import build_overlap_report, render_html_report
 
     catalog = catalog_table(storage)
     meta = {
@@ -393,7 +392,7 @@ def overlap_report(
         storage, catalog["key"].to_list()
     )
     if config.robustness and "signature" in levels and len(sigs) >= 3:
-        from sigmap_lib.robustness import signature_robustness
+        from sigmap_lib.overlap import signature_robustness
 
         scr = read_json(storage.path("screening", next(iter(sigs)), "summary.json"))
         cfg = next(iter(configs.values()))
@@ -419,7 +418,7 @@ def overlap_report(
             seed=config.seed,
         )
     if config.alignment and sigs:
-        from sigmap_lib.analysis import signature_content_alignment
+        from sigmap_lib.overlap import signature_content_alignment
 
         contexts = {
             k: ["".join(corpus.context(int(u), n_left=20)) for u in units]
@@ -477,6 +476,6 @@ def overlap_report(
 def json_safe(obj):
     import json
 
-    from sigmap_assets.tables import _default
+    from sigmap_assets.tables import json_default
 
-    return json.loads(json.dumps(obj, default=_default, allow_nan=True).replace("NaN", "null"))
+    return json.loads(json.dumps(obj, default=json_default, allow_nan=True).replace("NaN", "null"))

@@ -39,7 +39,7 @@ def score_matrix(
     """Scores ``(n_models, n_benchmarks)`` aligned with the rank store's model order (NaN = missing)."""
     import polars as pl
 
-    from sigmap_lib.scores import to_wide
+    from sigmap_lib.inputs.scores import to_wide
 
     long = scores_long(storage).filter(pl.col("model_key").is_not_null())
     long = long.select(
@@ -90,9 +90,9 @@ def screened_candidates(
     correlations — the sparsity evidence (spike at 0, thin tails)."""
     import polars as pl
 
-    from sigmap_lib.plots import correlation_histogram
-    from sigmap_lib.ranks import RankStore
-    from sigmap_lib.screening import screen
+    from sigmap_lib.nll import RankStore
+    from sigmap_lib.reporting import correlation_histogram
+    from sigmap_lib.signatures import screen
 
     keys = list(context.partition_keys)
     info = current_ranks(storage)
@@ -226,7 +226,7 @@ class SignatureConfig(dg.Config):
 
 def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
     from sigmap_assets.defs.models.assets import nll_store_dir
-    from sigmap_lib.store import NLLStore
+    from sigmap_lib.nll import NLLStore
 
     corpus = open_corpus(storage)
     return [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)).array for k in model_keys]
@@ -251,8 +251,8 @@ def signatures(
     stands above chance at this m and d)."""
     import polars as pl
 
-    from sigmap_lib.ranks import RankStore
-    from sigmap_lib.signature import extract_signatures
+    from sigmap_lib.nll import RankStore
+    from sigmap_lib.signatures import extract_signatures
 
     keys = list(context.partition_keys)
     info = current_ranks(storage)

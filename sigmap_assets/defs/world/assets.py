@@ -39,7 +39,7 @@ def model_zoo(context: dg.AssetExecutionContext, world: WorldResource) -> dg.Mat
         )
         extra.update(_summary_metadata(built))
     elif kind == "synthetic":
-        from sigmap_lib.worlds.synthetic import make_synthetic_world
+        from sigmap_lib.worlds import make_synthetic_world
 
         built = make_synthetic_world(root, seed=world.seed)
         extra.update(_summary_metadata(built))

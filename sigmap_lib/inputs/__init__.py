@@ -1,0 +1,95 @@
+"""Inputs: the corpus (reading, unit segmentation, shard stores), the model registry,
+the benchmark catalog, item responses and questions, and benchmark scores.
+"""
+
+from ._catalog import (
+    Benchmark,
+    benchmark_slug,
+    catalog_from_dict,
+    read_catalog,
+)
+from ._corpus import (
+    CorpusStore,
+    Document,
+    Shard,
+    build_corpus_store,
+    read_corpus,
+)
+from ._items import (
+    ResponseMatrix,
+    metabench_questions,
+    read_lm_eval_samples,
+    read_questions,
+    read_responses,
+)
+from ._registry import (
+    ModelSpec,
+    model_slug,
+    read_registry,
+)
+from ._segment import (
+    DEFAULT_UNIT_PATTERN,
+    char_to_byte_offsets,
+    segment_units,
+    unit_byte_spans,
+)
+from .scores import (
+    MISSING_TOKENS,
+    SCORE_SCHEMA,
+    MatchResult,
+    ScoreValidation,
+    apply_model_match,
+    empty_scores,
+    from_wide,
+    lm_eval_model_id,
+    match_models,
+    normalize_model_id,
+    read_lm_eval_results,
+    read_long,
+    read_score_sources,
+    read_scores,
+    read_wide,
+    to_wide,
+    validate_scores,
+)
+
+__all__ = [
+    "DEFAULT_UNIT_PATTERN",
+    "MISSING_TOKENS",
+    "SCORE_SCHEMA",
+    "Benchmark",
+    "CorpusStore",
+    "Document",
+    "MatchResult",
+    "ModelSpec",
+    "ResponseMatrix",
+    "ScoreValidation",
+    "Shard",
+    "apply_model_match",
+    "benchmark_slug",
+    "build_corpus_store",
+    "catalog_from_dict",
+    "char_to_byte_offsets",
+    "empty_scores",
+    "from_wide",
+    "lm_eval_model_id",
+    "match_models",
+    "metabench_questions",
+    "model_slug",
+    "normalize_model_id",
+    "read_catalog",
+    "read_corpus",
+    "read_lm_eval_results",
+    "read_lm_eval_samples",
+    "read_long",
+    "read_questions",
+    "read_registry",
+    "read_responses",
+    "read_score_sources",
+    "read_scores",
+    "read_wide",
+    "segment_units",
+    "to_wide",
+    "unit_byte_spans",
+    "validate_scores",
+]

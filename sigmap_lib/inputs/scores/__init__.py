@@ -1,0 +1,58 @@
+"""Benchmark scores: one canonical long table, readers for the usual sources
+(wide CSV/parquet leaderboards, long tables, lm-evaluation-harness results), validation,
+reshaping and model-id matching.
+"""
+
+from ._common import (
+    MISSING_TOKENS,
+    SCORE_SCHEMA,
+    Duplicates,
+    empty_scores,
+)
+from ._lm_eval import (
+    DEFAULT_LM_EVAL_METRICS,
+    lm_eval_model_id,
+    read_lm_eval_results,
+)
+from ._match import (
+    MatchResult,
+    apply_model_match,
+    match_models,
+    normalize_model_id,
+)
+from ._readers import (
+    read_long,
+    read_score_sources,
+    read_scores,
+    read_wide,
+)
+from ._reshape import (
+    from_wide,
+    to_wide,
+)
+from ._validate import (
+    ScoreValidation,
+    validate_scores,
+)
+
+__all__ = [
+    "DEFAULT_LM_EVAL_METRICS",
+    "MISSING_TOKENS",
+    "SCORE_SCHEMA",
+    "Duplicates",
+    "MatchResult",
+    "ScoreValidation",
+    "apply_model_match",
+    "empty_scores",
+    "from_wide",
+    "lm_eval_model_id",
+    "match_models",
+    "normalize_model_id",
+    "read_lm_eval_results",
+    "read_long",
+    "read_score_sources",
+    "read_scores",
+    "read_wide",
+    "to_wide",
+    "validate_scores",
+]

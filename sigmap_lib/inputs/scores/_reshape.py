@@ -1,0 +1,95 @@
+"""Long score tables to ``(models, benchmarks, values)`` arrays and back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import polars as pl
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs.scores._common import SCORE_SCHEMA
+
+# ---------------------------------------------------------------------------------------
+# wide <-> long
+
+
+def to_wide(
+    long: pl.DataFrame,
+    *,
+    models: Sequence[str] | None = None,
+    benchmarks: Sequence[str] | None = None,
+) -> tuple[list[str], list[str], np.ndarray]:
+    """Long score table -> ``(models, benchmarks, values)``.
+
+    Parameters
+    ----------
+    long : pl.DataFrame
+        Columns ``model``, ``benchmark``, ``score``; one row per pair.
+    models, benchmarks : sequence of str or None
+        Row / column order (and selection); ids absent from ``long`` give all-NaN rows /
+        columns. Default: order of first appearance.
+
+    Returns
+    -------
+    models : list[str]
+    benchmarks : list[str]
+    values : np.ndarray
+        Float64, shape ``(n_models, n_benchmarks)``, NaN where missing.
+    """
+    for c in SCORE_SCHEMA:
+        if c not in long.columns:
+            raise SigmapInputError(f"score table: missing column {c!r}; columns are {long.columns}")
+    if long.select(pl.struct("model", "benchmark").is_duplicated().any()).item():
+        raise SigmapInputError(
+            "score table: duplicated (model, benchmark) rows; cannot make it wide"
+        )
+    ms = list(models) if models is not None else long["model"].unique(maintain_order=True).to_list()
+    bs = (
+        list(benchmarks)
+        if benchmarks is not None
+        else long["benchmark"].unique(maintain_order=True).to_list()
+    )
+    for what, ids in (("model", ms), ("benchmark", bs)):
+        if len(set(ids)) != len(ids):
+            raise SigmapInputError(f"to_wide: the requested {what} order has repeated ids")
+    mi = {m: i for i, m in enumerate(ms)}
+    bi = {b: j for j, b in enumerate(bs)}
+    values = np.full((len(ms), len(bs)), np.nan, dtype=np.float64)
+    sub = long.filter(pl.col("model").is_in(ms) & pl.col("benchmark").is_in(bs))
+    if sub.height:
+        r = np.fromiter((mi[m] for m in sub["model"]), dtype=np.int64, count=sub.height)
+        c = np.fromiter((bi[b] for b in sub["benchmark"]), dtype=np.int64, count=sub.height)
+        values[r, c] = sub["score"].to_numpy()
+    return ms, bs, values
+
+
+def from_wide(models: Sequence[str], benchmarks: Sequence[str], values: np.ndarray) -> pl.DataFrame:
+    """``(models, benchmarks, values)`` -> long score table (NaN cells dropped).
+
+    Parameters
+    ----------
+    models : sequence of str
+    benchmarks : sequence of str
+    values : np.ndarray
+        Shape ``(n_models, n_benchmarks)``.
+
+    Returns
+    -------
+    pl.DataFrame
+        ``model, benchmark, score`` in row-major order.
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.shape != (len(models), len(benchmarks)):
+        raise SigmapInputError(
+            f"from_wide: values have shape {v.shape}, expected ({len(models)}, {len(benchmarks)})"
+        )
+    r, c = np.nonzero(~np.isnan(v))
+    return pl.DataFrame(
+        {
+            "model": [models[i] for i in r],
+            "benchmark": [benchmarks[j] for j in c],
+            "score": v[r, c],
+        },
+        schema=SCORE_SCHEMA,
+    )

@@ -1,0 +1,201 @@
+"""Validation of a canonical score table against the catalog and the registry."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs.scores._common import FMT_ROW, SCORE_SCHEMA
+
+# ---------------------------------------------------------------------------------------
+# validation
+
+
+@dataclass
+class ScoreValidation:
+    """What :func:`validate_scores` found.
+
+    Attributes
+    ----------
+    warnings : list[str]
+        Human-readable warnings (each names the benchmark / file).
+    dropped_benchmarks : dict[str, str]
+        Benchmark -> reason it was removed from the table.
+    models_per_benchmark : dict[str, int]
+        Number of scored models per kept benchmark.
+    n_models, n_benchmarks, n_scores : int
+        Size of the validated table.
+    sources : list[str]
+        Files the table was read from (when known).
+    """
+
+    warnings: list[str] = field(default_factory=list)
+    dropped_benchmarks: dict[str, str] = field(default_factory=dict)
+    models_per_benchmark: dict[str, int] = field(default_factory=dict)
+    n_models: int = 0
+    n_benchmarks: int = 0
+    n_scores: int = 0
+    sources: list[str] = field(default_factory=list)
+
+    def to_metadata(self) -> dict[str, Any]:
+        """Plain JSON-able dict (for asset metadata)."""
+        return {
+            "n_models": self.n_models,
+            "n_benchmarks": self.n_benchmarks,
+            "n_scores": self.n_scores,
+            "models_per_benchmark": dict(self.models_per_benchmark),
+            "dropped_benchmarks": dict(self.dropped_benchmarks),
+            "warnings": list(self.warnings),
+            "sources": list(self.sources),
+        }
+
+
+def validate_scores(
+    table: pl.DataFrame,
+    *,
+    catalog: Mapping[str, Any] | None = None,
+    min_models: int = 3,
+    strict: bool = False,
+    source: str | None = None,
+) -> tuple[pl.DataFrame, ScoreValidation]:
+    """Check a long score table and drop benchmarks with too few models.
+
+    Parameters
+    ----------
+    table : pl.DataFrame
+        Columns ``model``, ``benchmark``, ``score``; an optional ``source`` column (file
+        of each row) is used in messages and kept.
+    catalog : mapping or None
+        Benchmark name -> object with a ``score_range`` attribute (``(low, high)`` or
+        None), e.g. :func:`sigmap_lib.inputs.read_catalog`'s result. Scores outside the
+        inclusive range are errors; benchmarks absent from the catalog (or catalog
+        entries without scores) are warnings.
+    min_models : int
+        Benchmarks scored for fewer distinct models are dropped with a warning, or raise
+        when ``strict``.
+    strict : bool
+        Turn the ``min_models`` warning into an error.
+    source : str or None
+        Name of the table in messages when it has no ``source`` column.
+
+    Returns
+    -------
+    table : pl.DataFrame
+        The table without dropped benchmarks.
+    report : ScoreValidation
+
+    Raises
+    ------
+    SigmapInputError
+        Missing columns, null / empty ids, non-finite scores, duplicate
+        ``(model, benchmark)`` rows, scores outside the catalog range, an empty table, or
+        (``strict``) too few models.
+    """
+    where = source or "score table"
+    if not isinstance(table, pl.DataFrame):
+        raise SigmapInputError(f"{where}: expected a polars DataFrame, got {type(table).__name__}")
+    absent = [c for c in SCORE_SCHEMA if c not in table.columns]
+    if absent:
+        raise SigmapInputError(f"{where}: missing column(s) {absent}; columns are {table.columns}")
+    if isinstance(min_models, bool) or not isinstance(min_models, int) or min_models < 1:
+        raise SigmapInputError(f"min_models must be a positive integer, got {min_models!r}")
+    if table.height == 0:
+        raise SigmapInputError(f"{where}: no scores")
+    has_src = "source" in table.columns
+
+    def _who(row: Mapping[str, Any]) -> str:
+        return f" in {row['source']}" if has_src else (f" in {source}" if source else "")
+
+    for col in ("model", "benchmark"):
+        bad = table.filter(
+            pl.col(col).is_null() | (pl.col(col).cast(pl.String).str.strip_chars() == "")
+        )
+        if bad.height:
+            raise SigmapInputError(f"{where}: {bad.height} row(s) have an empty {col}")
+    try:
+        table = table.with_columns(pl.col("score").cast(pl.Float64))
+    except Exception as exc:
+        raise SigmapInputError(
+            f"{where}: column 'score' is not numeric ({table['score'].dtype})"
+        ) from exc
+    bad = table.filter(~pl.col("score").is_finite().fill_null(False))
+    if bad.height:
+        ex = "; ".join(
+            f"model {r['model']!r} benchmark {r['benchmark']!r}{_who(r)}: {r['score']!r}"
+            for r in bad.head(FMT_ROW).iter_rows(named=True)
+        )
+        raise SigmapInputError(f"{where}: {bad.height} missing or non-finite score(s), e.g. {ex}")
+    dups = table.filter(pl.struct("model", "benchmark").is_duplicated())
+    if dups.height:
+        ex = "; ".join(
+            f"model {r['model']!r} benchmark {r['benchmark']!r}{_who(r)}: {r['score']:g}"
+            for r in dups.head(FMT_ROW).iter_rows(named=True)
+        )
+        raise SigmapInputError(
+            f"{where}: {dups.height} duplicated (model, benchmark) rows, e.g. {ex}"
+        )
+
+    report = ScoreValidation()
+    names = table["benchmark"].unique(maintain_order=True).to_list()
+    if catalog is not None:
+        unknown = [b for b in names if b not in catalog]
+        if unknown:
+            report.warnings.append(
+                f"{where}: benchmark(s) {unknown} are not in the catalog (no family / format / "
+                f"function, no range check)"
+            )
+        unscored = [b for b in catalog if b not in set(names)]
+        if unscored:
+            report.warnings.append(f"{where}: catalog benchmark(s) {unscored} have no scores")
+        for b in names:
+            entry = catalog.get(b)
+            rng = getattr(entry, "score_range", None) if entry is not None else None
+            if rng is None:
+                continue
+            lo, hi = float(rng[0]), float(rng[1])
+            out = table.filter(
+                (pl.col("benchmark") == b) & ((pl.col("score") < lo) | (pl.col("score") > hi))
+            )
+            if out.height:
+                ex = "; ".join(
+                    f"model {r['model']!r}{_who(r)}: {r['score']:g}"
+                    for r in out.head(FMT_ROW).iter_rows(named=True)
+                )
+                raise SigmapInputError(
+                    f"{where}: {out.height} score(s) of benchmark {b!r} are outside its "
+                    f"catalog score_range [{lo:g}, {hi:g}], e.g. {ex}"
+                )
+    counts = dict(
+        table.group_by("benchmark", maintain_order=True).agg(pl.col("model").n_unique()).iter_rows()
+    )
+    few = {b: n for b, n in counts.items() if n < min_models}
+    if few:
+        msg = ", ".join(f"{b!r} ({n})" for b, n in few.items())
+        if strict:
+            raise SigmapInputError(
+                f"{where}: benchmark(s) with fewer than min_models={min_models} scored models: {msg}"
+            )
+        report.warnings.append(
+            f"{where}: dropped benchmark(s) with fewer than min_models={min_models} scored "
+            f"models: {msg}"
+        )
+        for b, n in few.items():
+            report.dropped_benchmarks[b] = f"only {n} model(s) scored, min_models={min_models}"
+        table = table.filter(~pl.col("benchmark").is_in(list(few)))
+        if table.height == 0:
+            raise SigmapInputError(
+                f"{where}: no benchmark has at least min_models={min_models} scored models"
+            )
+    report.models_per_benchmark = {b: n for b, n in counts.items() if b not in few}
+    report.n_models = table["model"].n_unique()
+    report.n_benchmarks = table["benchmark"].n_unique()
+    report.n_scores = table.height
+    if has_src:
+        report.sources = [str(s) for s in table["source"].unique(maintain_order=True)]
+    elif source:
+        report.sources = [source]
+    return table, report

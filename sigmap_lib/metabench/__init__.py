@@ -1,0 +1,79 @@
+"""metabench (METHODS Part II): item pools, IRT fits, information-based selection,
+the joint fit, persistence, scoring of new models, export and simulation.
+"""
+
+from ._common import (
+    item_statistics,
+    rmse,
+    split_models,
+    type4_quantiles,
+)
+from ._config import (
+    MetabenchConfig,
+)
+from ._export import (
+    export_items,
+)
+from ._fit import (
+    MetabenchFit,
+    fit_benchmarks,
+    fit_metabench,
+)
+from ._joint import (
+    JointFit,
+    fit_joint,
+)
+from ._persist import (
+    load_benchmark_fit,
+    load_item_pool,
+    load_pool_irt,
+    save_benchmark_fit,
+    save_item_pool,
+    save_pool_irt,
+)
+from ._pool import (
+    ItemPool,
+    PoolIrt,
+    build_item_pool,
+    fit_pool_irt,
+)
+from ._score import (
+    score_new_models,
+)
+from ._select import (
+    BenchmarkFit,
+    information_filter,
+    select_items,
+)
+from ._simulate import (
+    simulate_benchmarks,
+)
+
+__all__ = [
+    "BenchmarkFit",
+    "ItemPool",
+    "JointFit",
+    "MetabenchConfig",
+    "MetabenchFit",
+    "PoolIrt",
+    "build_item_pool",
+    "export_items",
+    "fit_benchmarks",
+    "fit_joint",
+    "fit_metabench",
+    "fit_pool_irt",
+    "information_filter",
+    "item_statistics",
+    "load_benchmark_fit",
+    "load_item_pool",
+    "load_pool_irt",
+    "rmse",
+    "save_benchmark_fit",
+    "save_item_pool",
+    "save_pool_irt",
+    "score_new_models",
+    "select_items",
+    "simulate_benchmarks",
+    "split_models",
+    "type4_quantiles",
+]

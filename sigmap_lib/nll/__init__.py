@@ -1,0 +1,53 @@
+"""Per-unit negative log-likelihoods: scoring documents with Hugging Face causal LMs
+(byte apportioning to corpus units), the per-model zarr NLL store, and the rank store.
+"""
+
+from ._perplexity import (
+    apportion_token_nll,
+    document_unit_nll,
+    load_model,
+    model_context_length,
+    resolve_device,
+    score_corpus,
+    token_nll,
+)
+from ._ranks import (
+    MAX_MODELS_UINT8,
+    RankStore,
+    build_rank_store,
+    check_model_arrays,
+    decode_ranks,
+    encode_ranks,
+    iter_value_chunks,
+    rank_dtype,
+    rank_rows,
+    values_dtype,
+)
+from ._store import (
+    NLLStore,
+    import_nll,
+    shard_checksum,
+)
+
+__all__ = [
+    "MAX_MODELS_UINT8",
+    "NLLStore",
+    "RankStore",
+    "apportion_token_nll",
+    "build_rank_store",
+    "check_model_arrays",
+    "decode_ranks",
+    "document_unit_nll",
+    "encode_ranks",
+    "import_nll",
+    "iter_value_chunks",
+    "load_model",
+    "model_context_length",
+    "rank_dtype",
+    "rank_rows",
+    "resolve_device",
+    "score_corpus",
+    "shard_checksum",
+    "token_nll",
+    "values_dtype",
+]

@@ -1,0 +1,615 @@
+"""Per-unit NLL of a Hugging Face causal LM on corpus documents (METHODS §1).
+
+For each document the model's token NLLs (natural log, nats) are computed and
+**apportioned** to the model-independent corpus units (:func:`sigmap_lib.inputs.segment_units`)
+in proportion to the UTF-8 bytes each token shares with each unit's *attributed* span
+(the unit plus the whitespace before it, see :func:`sigmap_lib.inputs.unit_byte_spans`).
+Hence per document ``sum(unit NLL) == sum(token NLL)``, and unit values are comparable
+across tokenizers.
+
+Conventions
+-----------
+* **First token.** A document is scored as ``[BOS] + tokens`` (BOS = the tokenizer's
+  ``bos_token_id``, else its ``eos_token_id`` — the usual document separator), so every
+  real token is predicted and scored. Tokenizers with neither cannot score the first
+  token; it then gets NLL 0 (documented limitation, logged in ``stats``).
+  Special tokens are never added by the tokenizer itself (``add_special_tokens=False``),
+  and special-token strings inside the text (``</s>``, ``<|endoftext|>``) are tokenized as
+  ordinary text (``split_special_tokens=True``): corpus text is data, not control.
+* **Token byte spans** come from the fast tokenizer's offset mapping (characters),
+  converted to UTF-8 bytes. Byte-level BPE tokens that hold part of a multi-byte
+  character report the whole character; each such token's NLL is spread over that
+  character's bytes (all in one unit), so nothing is lost or double-counted. A token
+  with an empty span (e.g. a SentencePiece dummy-prefix ``▁``) goes to the unit at its
+  position (the following unit).
+* **Long documents** (more than ``max_length`` tokens incl. BOS) use a sliding window:
+  windows start at ``0, stride, 2·stride, …`` and have ``max_length`` tokens; each
+  window scores only the tokens no earlier window scored, so every token is scored once
+  with at least ``max_length − stride`` tokens of left context (equivalently token
+  ``t`` is scored in window ``k = max(0, ceil((t + 1 − max_length) / stride))``).
+  Windows never cross documents.
+* **Batching.** All windows of the given texts are sorted by length (longest first) and
+  packed into right-padded batches of at most ``batch_tokens`` token slots; the padding
+  fraction is reported in ``stats``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs._segment import char_to_byte_offsets, segment_units, unit_byte_spans
+
+if TYPE_CHECKING:  # pragma: no cover
+    from sigmap_lib.inputs._corpus import CorpusStore
+    from sigmap_lib.nll._store import NLLStore
+
+
+# transformers' loading temporarily patches torch module construction globally (meta-device
+# init); two loads in threads of one process corrupt each other ("Cannot copy out of meta
+# tensor"), so loads are serialized. Scoring itself runs concurrently.
+_LOAD_LOCK = threading.Lock()
+
+_DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf16": "bfloat16",
+           "float16": "float16", "fp16": "float16"}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- loading
+def resolve_device(device: str = "auto") -> str:
+    """``"auto"`` → ``"cuda"`` if available, else ``"mps"``, else ``"cpu"``; others pass through."""
+    import torch
+
+    if device != "auto":
+        if device.startswith("cuda") and not torch.cuda.is_available():
+            raise SigmapInputError(f"device {device!r} requested but CUDA is not available")
+        return device
+    if torch.cuda.is_available():
+        return "cuda"
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def _resolve_dtype(dtype: str, device: str) -> Any:
+    import torch
+
+    if dtype == "auto":
+        if device.startswith("cuda"):
+            return torch.bfloat16
+        if device.startswith("mps"):
+            return torch.float16
+        return torch.float32
+    name = _DTYPES.get(str(dtype).lower())
+    if name is None:
+        raise SigmapInputError(
+            f"unknown dtype {dtype!r} (expected auto, float32, bfloat16, float16)"
+        )
+    return getattr(torch, name)
+
+
+def _looks_like_path(s: str) -> bool:
+    return (
+        s.startswith(("/", "./", "../", "~", ".\\"))
+        or s.count("/") > 1
+        or (os.sep in s and s.count(os.sep) > 1)
+    )
+
+
+def load_model(
+    path_or_id: str | Path,
+    device: str = "auto",
+    dtype: str = "auto",
+    *,
+    revision: str | None = None,
+    trust_remote_code: bool = False,
+    use_safetensors: bool = True,
+) -> tuple[Any, Any]:
+    """Load a causal LM and its (fast) tokenizer for scoring.
+
+    Parameters
+    ----------
+    path_or_id
+        A local folder written by ``save_pretrained`` or a Hugging Face hub id. Strings
+        that look like paths (absolute, ``./``, ``~`` or more than one ``/``) must exist.
+    device
+        ``"auto"`` (cuda > mps > cpu) or an explicit torch device string.
+    dtype
+        ``"auto"`` (bfloat16 on CUDA, float16 on MPS, float32 on CPU) or
+        ``float32 | bfloat16 | float16``.
+    revision
+        Hub revision (branch, tag or commit); ignored for local folders.
+    trust_remote_code
+        Passed to transformers; keep ``False`` unless the model is audited.
+    use_safetensors
+        Load only ``*.safetensors`` weights (no pickle); a folder without them is an error.
+
+    Returns
+    -------
+    (model, tokenizer)
+        Model in eval mode on ``device``; a fast tokenizer (offsets are required).
+        Hub ids are loaded with ``local_files_only`` when ``HF_HUB_OFFLINE`` /
+        ``TRANSFORMERS_OFFLINE`` is set.
+    """
+    raw = str(path_or_id)
+    p = Path(raw).expanduser()
+    kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
+    if p.exists():
+        if not p.is_dir():
+            raise SigmapInputError(
+                f"model path {p} is not a directory (expected a save_pretrained folder)"
+            )
+        if not (p / "config.json").exists():
+            raise SigmapInputError(f"model path {p}: no config.json (not a save_pretrained folder)")
+        if use_safetensors and not any(p.glob("*.safetensors")):
+            raise SigmapInputError(
+                f"model path {p}: no *.safetensors weights (pickle weights are refused; "
+                "re-save with safe_serialization=True)"
+            )
+        source = str(p)
+        kw["local_files_only"] = True
+    elif isinstance(path_or_id, Path) or _looks_like_path(raw):
+        raise SigmapInputError(f"model path {p} does not exist")
+    else:
+        source = raw
+        if revision is not None:
+            kw["revision"] = revision
+        if os.environ.get("HF_HUB_OFFLINE", "0") not in ("", "0") or os.environ.get(
+            "TRANSFORMERS_OFFLINE", "0"
+        ) not in ("", "0"):
+            kw["local_files_only"] = True
+    dev = resolve_device(device)
+    torch_dtype = _resolve_dtype(dtype, dev)
+    with _LOAD_LOCK:
+        return _load(source, raw, kw, dev, torch_dtype, use_safetensors)
+
+
+def _load(source: str, raw: str, kw: dict[str, Any], dev: str, torch_dtype: Any,
+          use_safetensors: bool) -> tuple[Any, Any]:  # fmt: skip
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **kw)
+    except (OSError, ValueError) as exc:
+        raise SigmapInputError(f"model {raw}: cannot load tokenizer ({exc})") from exc
+    if not getattr(tokenizer, "is_fast", False):
+        raise SigmapInputError(
+            f"model {raw}: tokenizer is not a fast tokenizer (offsets are required)"
+        )
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            source, dtype=torch_dtype, use_safetensors=use_safetensors, **kw
+        )
+    except (OSError, ValueError) as exc:
+        raise SigmapInputError(f"model {raw}: cannot load weights ({exc})") from exc
+    model.to(dev)
+    model.eval()
+    return model, tokenizer
+
+
+def model_context_length(model: Any, tokenizer: Any | None = None) -> int:
+    """Maximum sequence length: the config's ``n_positions`` / ``max_position_embeddings``
+    (capped by a sane ``tokenizer.model_max_length``); 2048 when neither is known."""
+    cfg = model.config
+    n: int | None = None
+    for attr in ("n_positions", "max_position_embeddings", "n_ctx", "seq_length"):
+        v = getattr(cfg, attr, None)
+        if isinstance(v, int) and v > 0:
+            n = v
+            break
+    if tokenizer is not None:
+        tm = getattr(tokenizer, "model_max_length", None)
+        if isinstance(tm, int) and 0 < tm < 1_000_000 and (n is None or tm < n):
+            n = tm
+    return n if n is not None else 2048
+
+
+# --------------------------------------------------------------------------- scoring
+def _prefix_id(tokenizer: Any) -> int | None:
+    for attr in ("bos_token_id", "eos_token_id"):
+        v = getattr(tokenizer, attr, None)
+        if v is not None:
+            return int(v)
+    return None
+
+
+def _windows(n: int, max_length: int, stride: int) -> list[tuple[int, int, int]]:
+    """``(begin, end, first_target)`` windows over a sequence of ``n`` token positions.
+
+    Position 0 is never a target (it has no left context)."""
+    if n <= max_length:
+        return [(0, n, 1)] if n > 1 else []
+    out = []
+    prev_end = 1
+    begin = 0
+    while True:
+        end = min(begin + max_length, n)
+        if end > prev_end:
+            out.append((begin, end, prev_end))
+        prev_end = end
+        if end == n:
+            return out
+        begin += stride
+
+
+def token_nll(
+    model: Any,
+    sequences: Sequence[np.ndarray],
+    *,
+    max_length: int,
+    stride: int,
+    batch_tokens: int = 8192,
+    pad_id: int = 0,
+    max_padding: float = 0.05,
+    stats: dict[str, Any] | None = None,
+) -> list[np.ndarray]:
+    """NLL (nats) of every position ``1..n-1`` of every token sequence.
+
+    Parameters
+    ----------
+    sequences
+        Token id arrays (int), each already including its prefix (BOS) token.
+    max_length, stride
+        Sliding-window size and step (see the module docstring), ``0 < stride <= max_length``.
+    batch_tokens
+        Maximum token slots (rows × padded length) per forward pass.
+    max_padding
+        A batch stops growing when adding the next (shorter) window would make its
+        padding fraction exceed this bound (so overall padding stays ≤ ``max_padding``).
+    stats
+        If given, updated with ``tokens`` (scored), ``slots``, ``real_slots``,
+        ``forward_seconds``, ``windows``, ``batches``.
+
+    Returns
+    -------
+    list of np.ndarray
+        ``out[i]`` has shape ``(len(sequences[i]) - 1,)`` float64: NLL of token ``j+1``
+        given its left context.
+    """
+    import torch
+
+    if max_length < 2:
+        raise SigmapInputError(f"max_length={max_length} must be >= 2")
+    if not 0 < stride <= max_length - 1:
+        raise SigmapInputError(f"stride={stride} must be in [1, max_length-1={max_length - 1}]")
+    out = [np.zeros(max(len(s) - 1, 0), dtype=np.float64) for s in sequences]
+    wins: list[tuple[int, int, int, int]] = []  # (doc, begin, end, first_target)
+    for i, s in enumerate(sequences):
+        wins.extend((i, b, e, t) for b, e, t in _windows(len(s), max_length, stride))
+    wins.sort(key=lambda w: w[2] - w[1], reverse=True)
+    device = next(model.parameters()).device
+    slots = real = scored = n_batches = 0
+    t_fwd = 0.0
+    pos = 0
+    with torch.inference_mode():
+        while pos < len(wins):
+            width = wins[pos][2] - wins[pos][1]
+            rows = max(1, batch_tokens // width)
+            # grow the batch (windows sorted longest first) while the slot budget and the
+            # padding bound allow
+            stop, filled = pos + 1, width
+            while stop < min(pos + rows, len(wins)):
+                w = wins[stop][2] - wins[stop][1]
+                if 1.0 - (filled + w) / ((stop - pos + 1) * width) > max_padding:
+                    break
+                filled += w
+                stop += 1
+            batch = wins[pos:stop]
+            pos = stop
+            ids = np.full((len(batch), width), pad_id, dtype=np.int64)
+            mask = np.zeros((len(batch), width), dtype=np.int64)
+            sel_r: list[np.ndarray] = []
+            sel_c: list[np.ndarray] = []
+            tgt: list[np.ndarray] = []
+            for r, (d, b, e, t) in enumerate(batch):
+                seq = sequences[d]
+                ids[r, : e - b] = seq[b:e]
+                mask[r, : e - b] = 1
+                cols = np.arange(t - b - 1, e - b - 1)  # logits predicting positions t..e-1
+                sel_r.append(np.full(len(cols), r))
+                sel_c.append(cols)
+                tgt.append(np.asarray(seq[t:e], dtype=np.int64))
+            rr = torch.from_numpy(np.concatenate(sel_r)).to(device)
+            cc = torch.from_numpy(np.concatenate(sel_c)).to(device)
+            yy = torch.from_numpy(np.concatenate(tgt)).to(device)
+            t0 = time.perf_counter()
+            logits = model(
+                input_ids=torch.from_numpy(ids).to(device),
+                attention_mask=torch.from_numpy(mask).to(device),
+                use_cache=False,
+            ).logits
+            nll_parts = []
+            chunk = 4096
+            for k in range(0, len(rr), chunk):
+                lg = logits[rr[k : k + chunk], cc[k : k + chunk]].float()
+                nll_parts.append(
+                    torch.nn.functional.cross_entropy(lg, yy[k : k + chunk], reduction="none")
+                )
+            nll = torch.cat(nll_parts).double().cpu().numpy()
+            t_fwd += time.perf_counter() - t0
+            k = 0
+            for d, _b, e, t in batch:
+                out[d][t - 1 : e - 1] = nll[k : k + e - t]
+                k += e - t
+            slots += ids.size
+            real += int(mask.sum())
+            scored += len(nll)
+            n_batches += 1
+            del logits
+    if stats is not None:
+        stats["tokens"] = stats.get("tokens", 0) + scored
+        stats["slots"] = stats.get("slots", 0) + slots
+        stats["real_slots"] = stats.get("real_slots", 0) + real
+        stats["forward_seconds"] = stats.get("forward_seconds", 0.0) + t_fwd
+        stats["windows"] = stats.get("windows", 0) + len(wins)
+        stats["batches"] = stats.get("batches", 0) + n_batches
+    return out
+
+
+def apportion_token_nll(
+    token_spans: np.ndarray, token_nlls: np.ndarray, attributed_spans: np.ndarray
+) -> np.ndarray:
+    """Spread each token's NLL over the units its bytes overlap, ∝ overlapping bytes.
+
+    Parameters
+    ----------
+    token_spans
+        ``(n_tokens, 2)`` int byte ``[start, end)`` of each token (overlaps allowed;
+        clipped to the document). Empty spans go wholly to the unit containing ``start``.
+    token_nlls
+        ``(n_tokens,)`` NLL of each token.
+    attributed_spans
+        ``(n_units, 2)`` spans tiling ``[0, n_bytes)`` (:func:`unit_byte_spans`).
+
+    Returns
+    -------
+    np.ndarray
+        ``(n_units,)`` float64 with ``sum == token_nlls.sum()`` (up to rounding).
+    """
+    n_units = len(attributed_spans)
+    if n_units == 0:
+        if len(token_nlls) and np.any(token_nlls != 0):
+            raise SigmapInputError("apportion_token_nll: tokens but no units")
+        return np.zeros(0, dtype=np.float64)
+    n_bytes = int(attributed_spans[-1, 1])
+    spans = np.clip(np.asarray(token_spans, dtype=np.int64), 0, n_bytes)
+    nll = np.asarray(token_nlls, dtype=np.float64)
+    s, e = spans[:, 0], np.maximum(spans[:, 1], spans[:, 0])
+    length = e - s
+    out = np.zeros(n_units, dtype=np.float64)
+    empty = length == 0
+    if empty.any():
+        unit_of = np.searchsorted(attributed_spans[:, 1], s[empty], side="right")
+        np.add.at(out, np.minimum(unit_of, n_units - 1), nll[empty])
+    full = ~empty
+    if full.any():
+        dens = nll[full] / length[full]
+        diff = np.zeros(n_bytes + 1, dtype=np.float64)
+        np.add.at(diff, s[full], dens)
+        np.add.at(diff, e[full], -dens)
+        per_byte = np.cumsum(diff[:n_bytes])
+        out += np.add.reduceat(per_byte, attributed_spans[:, 0])
+    return out
+
+
+def document_unit_nll(
+    model: Any,
+    tokenizer: Any,
+    texts: Sequence[str],
+    *,
+    max_length: int | None = None,
+    stride: int | None = None,
+    batch_tokens: int = 8192,
+    pattern: str | None = None,
+    stats: dict[str, Any] | None = None,
+) -> list[np.ndarray]:
+    """Per-unit NLL (nats) of each text, aligned with ``segment_units(text, pattern)``.
+
+    Parameters
+    ----------
+    model, tokenizer
+        From :func:`load_model` (any HF causal LM + fast tokenizer).
+    texts
+        Documents (each scored independently; documents never see each other).
+    max_length
+        Window length in tokens (incl. the BOS prefix); default
+        :func:`model_context_length`.
+    stride
+        Window step for documents longer than ``max_length``; default ``max_length // 2``.
+    batch_tokens
+        Token slots per forward pass (memory ≈ ``batch_tokens × vocab`` logits).
+    pattern
+        Unit pattern (default: the corpus default).
+    stats
+        Optional dict updated with ``tokens``, ``slots``, ``real_slots``,
+        ``padding_fraction``, ``forward_seconds``, ``align_seconds``, ``windows``,
+        ``batches``, ``unscored_first_tokens``.
+
+    Returns
+    -------
+    list of np.ndarray
+        ``out[i]`` shape ``(n_units_i,)`` float64, ``out[i].sum()`` equals the summed
+        token NLL of document ``i``.
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        raise SigmapInputError("document_unit_nll: a fast tokenizer (with offsets) is required")
+    L = model_context_length(model, tokenizer) if max_length is None else int(max_length)
+    if max_length is not None and L > model_context_length(model):
+        raise SigmapInputError(
+            f"max_length={L} exceeds the model's context {model_context_length(model)} "
+            f"({getattr(model.config, 'name_or_path', '') or type(model).__name__})"
+        )
+    S = max(1, L // 2) if stride is None else int(stride)
+    texts = list(texts)
+    if not texts:
+        return []
+    t0 = time.perf_counter()
+    enc = tokenizer(
+        texts,
+        add_special_tokens=False,
+        return_offsets_mapping=True,
+        split_special_tokens=True,
+        verbose=False,
+    )
+    prefix = _prefix_id(tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else (prefix or 0)
+    seqs: list[np.ndarray] = []
+    for ids in enc["input_ids"]:
+        arr = np.asarray(ids, dtype=np.int64)
+        seqs.append(np.concatenate([[prefix], arr]) if prefix is not None else arr)
+    t_tok = time.perf_counter() - t0
+    local: dict[str, Any] = {}
+    nlls = token_nll(model, seqs, max_length=L, stride=S, batch_tokens=batch_tokens,
+                     pad_id=int(pad_id), stats=local)  # fmt: skip
+    t1 = time.perf_counter()
+    out: list[np.ndarray] = []
+    for text, offsets, tok_nll in zip(texts, enc["offset_mapping"], nlls):
+        units = segment_units(text, pattern)
+        attr = unit_byte_spans(text, units=units)
+        off = np.asarray(offsets, dtype=np.int64).reshape(-1, 2)
+        if not text.isascii():
+            off = char_to_byte_offsets(text)[off]
+        if prefix is None and len(off):
+            tok_nll = np.concatenate([[0.0], tok_nll])
+        if len(units) == 0:
+            if len(off):
+                raise SigmapInputError(
+                    f"document_unit_nll: text {text[:40]!r} has tokens but no units"
+                )
+            out.append(np.zeros(0, dtype=np.float64))
+            continue
+        out.append(apportion_token_nll(off, tok_nll, attr))
+    t_align = time.perf_counter() - t1 + t_tok
+    if stats is not None:
+        for k, v in local.items():
+            stats[k] = stats.get(k, 0) + v
+        stats["align_seconds"] = stats.get("align_seconds", 0.0) + t_align
+        stats["unscored_first_tokens"] = stats.get("unscored_first_tokens", 0) + (
+            len(texts) if prefix is None else 0
+        )
+        slots = stats.get("slots", 0)
+        stats["padding_fraction"] = 1.0 - stats.get("real_slots", 0) / slots if slots else 0.0
+    return out
+
+
+def score_corpus(
+    model: Any,
+    tokenizer: Any,
+    corpus_store: CorpusStore,
+    nll_store: NLLStore | str | Path,
+    *,
+    max_length: int | None = None,
+    stride: int | None = None,
+    batch_tokens: int = 8192,
+    progress: Callable[[dict[str, Any]], None] | None = None,
+    fail_after_shards: int | None = None,
+    verify: bool = True,
+) -> dict[str, Any]:
+    """Score every pending shard of ``corpus_store`` into ``nll_store`` (resumable).
+
+    Shards already committed with a valid checksum are skipped (``NLLStore.verify`` runs
+    first unless ``verify=False``, so corrupted shards are re-scored); each scored shard is
+    committed atomically.
+
+    Parameters
+    ----------
+    nll_store
+        An open :class:`sigmap_lib.nll.NLLStore` or a path (created/opened for this corpus).
+    progress
+        Called after each committed shard with a dict (shard, shards_done, units, tokens,
+        tokens_per_s).
+    fail_after_shards
+        Testing hook: raise ``RuntimeError`` after this many shards were committed in this
+        call (simulates an interrupted run).
+
+    Returns
+    -------
+    dict
+        ``tokens`` and ``tokens_per_s`` (this call), ``units``, ``total_nll`` and
+        ``bits_per_byte`` (whole corpus, read back from the store), ``padding_fraction``,
+        ``slots`` / ``real_slots`` (token slots processed, total / non-padding), ``windows``,
+        ``device``, ``dtype``, ``shards_done`` (this call), ``shards_skipped``,
+        ``seconds``, ``forward_seconds``, ``align_seconds``, ``store_seconds``.
+    """
+    from sigmap_lib.nll._store import NLLStore, corpus_chunk_units
+
+    if not isinstance(nll_store, NLLStore):
+        nll_store = NLLStore.create_or_open(
+            nll_store, corpus_store.n_units, corpus_store.shard_bounds, corpus_store.fingerprint,
+            chunk_units=corpus_chunk_units(corpus_store),
+        )  # fmt: skip
+    if (
+        nll_store.n_units != corpus_store.n_units
+        or nll_store.corpus_fingerprint != corpus_store.fingerprint
+    ):
+        raise SigmapInputError(
+            f"NLL store {nll_store.path}: built for another corpus (fingerprint/unit count differ)"
+        )
+    shards = corpus_store.shards
+    if verify:
+        nll_store.verify()
+    pending = nll_store.pending_shards()
+    stats: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    t_store = 0.0
+    done = 0
+    for si in pending:
+        sh = shards[si]
+        texts = corpus_store.documents(sh.doc_start, sh.doc_end)
+        per_doc = document_unit_nll(
+            model, tokenizer, texts, max_length=max_length, stride=stride,
+            batch_tokens=batch_tokens, pattern=corpus_store.pattern, stats=stats,
+        )  # fmt: skip
+        values = np.concatenate(per_doc) if per_doc else np.zeros(0)
+        if len(values) != sh.n_units:
+            raise SigmapInputError(
+                f"corpus store {corpus_store.path}: shard {si} has {sh.n_units} units but scoring "
+                f"gave {len(values)} (unit pattern mismatch?)"
+            )
+        ts = time.perf_counter()
+        nll_store.write_shard(si, values)
+        t_store += time.perf_counter() - ts
+        done += 1
+        if progress is not None:
+            el = time.perf_counter() - t0
+            progress(
+                {"shard": si, "shards_done": done, "shards_pending": len(pending) - done,
+                 "units": sh.n_units, "tokens": stats.get("tokens", 0),
+                 "tokens_per_s": stats.get("tokens", 0) / el if el > 0 else 0.0}
+            )  # fmt: skip
+        if fail_after_shards is not None and done >= fail_after_shards and done < len(pending):
+            raise RuntimeError(f"score_corpus: injected failure after {done} shards")
+    seconds = time.perf_counter() - t0
+    total = (
+        float(np.sum(nll_store.read(), dtype=np.float64)) if nll_store.is_complete() else math.nan
+    )
+    n_bytes = corpus_store.n_bytes
+    dtype = str(next(model.parameters()).dtype).replace("torch.", "")
+    return {
+        "tokens": int(stats.get("tokens", 0)),
+        "tokens_per_s": stats.get("tokens", 0) / seconds if seconds > 0 and done else 0.0,
+        "units": corpus_store.n_units,
+        "bytes": n_bytes,
+        "total_nll": total,
+        "bits_per_byte": total / (n_bytes * math.log(2)) if n_bytes else math.nan,
+        "padding_fraction": float(stats.get("padding_fraction", 0.0)),
+        "slots": int(stats.get("slots", 0)),
+        "real_slots": int(stats.get("real_slots", 0)),
+        "windows": int(stats.get("windows", 0)),
+        "device": str(next(model.parameters()).device),
+        "dtype": dtype,
+        "shards_done": done,
+        "shards_skipped": len(shards) - len(pending),
+        "seconds": seconds,
+        "forward_seconds": float(stats.get("forward_seconds", 0.0)),
+        "align_seconds": float(stats.get("align_seconds", 0.0)),
+        "store_seconds": t_store,
+    }

@@ -1,0 +1,313 @@
+"""Labelled square overlap matrices and their Spearman / bootstrap helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+
+
+# ---------------------------------------------------------------------------------------
+# The result type
+# ---------------------------------------------------------------------------------------
+@dataclass
+class OverlapMatrix:
+    """A labelled square overlap matrix.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        Benchmark names, in row/column order.
+    values : np.ndarray
+        ``(B, B)`` float64, symmetric, diagonal 1; NaN where undefined.
+    n_common : np.ndarray or None
+        ``(B, B)`` int64: the number of observations behind each value (common models
+        for performance/signature overlap, questions per bootstrap draw for semantic).
+    level : str
+        ``"semantic"``, ``"performance"``, ``"signature"`` or free text.
+    extra : dict
+        Level-specific extras (documented by the producing function).
+    """
+
+    labels: tuple[str, ...]
+    values: np.ndarray
+    n_common: np.ndarray | None = None
+    level: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.labels = tuple(str(x) for x in self.labels)
+        self.values = np.asarray(self.values, dtype=np.float64)
+        b = len(self.labels)
+        if self.values.shape != (b, b):
+            raise SigmapInputError(
+                f"OverlapMatrix: values have shape {self.values.shape}, expected ({b}, {b}) for {b} labels"
+            )
+        if len(set(self.labels)) != b:
+            raise SigmapInputError(f"OverlapMatrix: duplicate labels in {list(self.labels)}")
+        if self.n_common is not None:
+            self.n_common = np.asarray(self.n_common, dtype=np.int64)
+            if self.n_common.shape != (b, b):
+                raise SigmapInputError(
+                    f"OverlapMatrix: n_common has shape {self.n_common.shape}, expected ({b}, {b})"
+                )
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+    def index(self, label: str) -> int:
+        """Position of ``label`` (raises :class:`SigmapInputError` when unknown)."""
+        try:
+            return self.labels.index(label)
+        except ValueError:
+            raise SigmapInputError(
+                f"benchmark {label!r} is not in the overlap matrix (have {list(self.labels)})"
+            ) from None
+
+    def get(self, a: str, b: str) -> float:
+        """The overlap value of benchmarks ``a`` and ``b``."""
+        return float(self.values[self.index(a), self.index(b)])
+
+    def off_diagonal(self) -> np.ndarray:
+        """Upper-triangle values (``i < j``) in row-major order, NaNs included."""
+        iu = np.triu_indices(len(self.labels), k=1)
+        return self.values[iu]
+
+    def pairs(self) -> list[tuple[str, str]]:
+        """Label pairs ``(a, b)`` matching :meth:`off_diagonal`."""
+        iu = np.triu_indices(len(self.labels), k=1)
+        return [(self.labels[i], self.labels[j]) for i, j in zip(*iu)]
+
+    def subset(self, labels: Sequence[str]) -> OverlapMatrix:
+        """The sub-matrix of ``labels`` (in that order); ``extra`` keeps only square
+        ``(B, B)`` arrays (re-indexed) and per-benchmark ``(B,)`` arrays."""
+        idx = np.array([self.index(x) for x in labels], dtype=np.int64)
+        b = len(self.labels)
+        extra: dict[str, Any] = {}
+        for k, v in self.extra.items():
+            if isinstance(v, np.ndarray) and v.shape == (b, b):
+                extra[k] = v[np.ix_(idx, idx)]
+            elif isinstance(v, np.ndarray) and v.shape == (b,):
+                extra[k] = v[idx]
+        return OverlapMatrix(
+            labels=tuple(labels),
+            values=self.values[np.ix_(idx, idx)],
+            n_common=None if self.n_common is None else self.n_common[np.ix_(idx, idx)],
+            level=self.level,
+            extra=extra,
+        )
+
+    def to_frame(self):
+        """Wide polars DataFrame: column ``benchmark`` then one float column per label."""
+        import polars as pl
+
+        data: dict[str, Any] = {"benchmark": list(self.labels)}
+        for j, lab in enumerate(self.labels):
+            data[lab] = self.values[:, j]
+        return pl.DataFrame(data)
+
+    def to_long(self, include_diagonal: bool = False):
+        """Long polars DataFrame of the pairs ``a < b`` (row order): columns ``a``, ``b``,
+        ``value``, ``n_common`` (if any) and every square ``(B, B)`` array of ``extra``."""
+        import polars as pl
+
+        b = len(self.labels)
+        iu = np.triu_indices(b, k=0 if include_diagonal else 1)
+        data: dict[str, Any] = {
+            "a": [self.labels[i] for i in iu[0]],
+            "b": [self.labels[j] for j in iu[1]],
+            "value": self.values[iu],
+        }
+        if self.n_common is not None:
+            data["n_common"] = self.n_common[iu]
+        for k, v in self.extra.items():
+            if (
+                isinstance(v, np.ndarray)
+                and v.shape == (b, b)
+                and np.issubdtype(v.dtype, np.number)
+            ):
+                data[k] = v[iu]
+        return pl.DataFrame(data)
+
+    @classmethod
+    def from_frame(cls, frame, level: str = "") -> OverlapMatrix:
+        """Inverse of :meth:`to_frame` (polars or pandas wide frame with ``benchmark``)."""
+        import polars as pl
+
+        if not isinstance(frame, pl.DataFrame):
+            frame = pl.from_pandas(frame)
+        if "benchmark" not in frame.columns:
+            raise SigmapInputError("overlap frame has no 'benchmark' column")
+        labels = [str(x) for x in frame["benchmark"].to_list()]
+        missing = [x for x in labels if x not in frame.columns]
+        if missing:
+            raise SigmapInputError(f"overlap frame lacks columns for benchmarks {missing}")
+        values = frame.select(labels).to_numpy().astype(np.float64)
+        return cls(labels=tuple(labels), values=values, level=level)
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers: ranks and Spearman
+# ---------------------------------------------------------------------------------------
+def _rank_columns(x: np.ndarray) -> np.ndarray:
+    """Average ranks of each column (no NaN allowed)."""
+    from scipy.stats import rankdata
+
+    return rankdata(x, axis=0, method="average")
+
+
+def _pearson_columns(r: np.ndarray) -> np.ndarray:
+    """Pearson correlation matrix of the columns of ``r``; NaN for constant columns."""
+    c = r - r.mean(axis=0, keepdims=True)
+    norm = np.sqrt((c * c).sum(axis=0))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = c / norm
+        out = u.T @ u
+    bad = ~(norm > 1e-12 * max(1.0, float(np.abs(r).max(initial=0.0))))
+    out[bad, :] = np.nan
+    out[:, bad] = np.nan
+    return np.clip(out, -1.0, 1.0)
+
+
+def spearman_matrix(x: np.ndarray, *, min_common: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """Pairwise-complete Spearman correlations between the columns of ``x``.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``(n_obs, k)`` float; NaN marks a missing value.
+    min_common : int
+        Pairs with fewer common (both-finite) rows get NaN.
+
+    Returns
+    -------
+    rho : np.ndarray
+        ``(k, k)`` Spearman ρ (ties get average ranks, as in ``scipy.stats.spearmanr``),
+        diagonal 1 for non-constant columns; NaN where undefined (constant columns, too
+        few common rows).
+    n_common : np.ndarray
+        ``(k, k)`` int64, rows where both columns are finite.
+    """
+    x = np.asarray(x, dtype=np.float64)
+    if x.ndim != 2:
+        raise SigmapInputError(
+            f"spearman_matrix expects a 2-D (n_obs, k) array, got shape {x.shape}"
+        )
+    finite = np.isfinite(x)
+    fin = finite.astype(np.int64)
+    n_common = fin.T @ fin
+    k = x.shape[1]
+    if finite.all():
+        rho = _pearson_columns(_rank_columns(x)) if x.shape[0] >= 2 else np.full((k, k), np.nan)
+    else:
+        rho = np.full((k, k), np.nan)
+        for i in range(k):
+            for j in range(i, k):
+                mask = finite[:, i] & finite[:, j]
+                if mask.sum() < 2:
+                    continue
+                sub = _rank_columns(x[mask][:, [i, j]])
+                r = _pearson_columns(sub)[0, 1] if i != j else _pearson_columns(sub[:, :1])[0, 0]
+                rho[i, j] = rho[j, i] = r
+    low = n_common < min_common
+    rho[low] = np.nan
+    return rho, n_common
+
+
+def bootstrap_ci(
+    model_scores: np.ndarray | OverlapMatrix,
+    *,
+    labels: Sequence[str] | None = None,
+    n_boot: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> OverlapMatrix:
+    """Percentile bootstrap intervals over models for a Spearman overlap matrix.
+
+    Models (rows) are resampled with replacement; the Spearman matrix of the resampled
+    columns is recomputed (ties from duplicated models get average ranks). The columns
+    (e.g. signature scores) are held fixed, so the interval reflects which models were
+    evaluated, not the uncertainty of signature selection (see
+    :func:`signature_overlap_null` for that). Resamples where a column is constant are
+    dropped for that pair.
+
+    Parameters
+    ----------
+    model_scores : np.ndarray or OverlapMatrix
+        ``(n_models, B)`` without NaN, or an :class:`OverlapMatrix` from
+        :func:`signature_overlap` (its ``extra["model_scores"]``).
+    labels : sequence of str, optional
+        Column names (taken from the matrix when one is given).
+    n_boot : int
+        Bootstrap resamples; resample ``r`` uses row indices
+        ``default_rng(seed).integers(0, n_models, (n_boot, n_models))[r]``.
+    level : float
+        Two-sided coverage, in (0, 1).
+    seed : int
+
+    Returns
+    -------
+    OverlapMatrix
+        Values = the Spearman matrix of the full sample; ``extra["ci_low"]``,
+        ``extra["ci_high"]``, ``extra["boot_sd"]`` ``(B, B)``, ``extra["n_boot"]``, ``extra["level"]``.
+    """
+    if isinstance(model_scores, OverlapMatrix):
+        if "model_scores" not in model_scores.extra:
+            raise SigmapInputError(
+                "bootstrap_ci: the overlap matrix carries no extra['model_scores']"
+            )
+        labels = model_scores.labels
+        x = np.asarray(model_scores.extra["model_scores"], dtype=np.float64)
+    else:
+        x = np.asarray(model_scores, dtype=np.float64)
+    if x.ndim != 2 or x.shape[0] < 3:
+        raise SigmapInputError(
+            f"bootstrap_ci: model_scores must be (n_models >= 3, B), got shape {x.shape}"
+        )
+    if not np.isfinite(x).all():
+        raise SigmapInputError("bootstrap_ci: model_scores contain NaN/inf")
+    if not 0 < level < 1:
+        raise SigmapInputError(f"bootstrap_ci: level must be in (0, 1), got {level}")
+    if n_boot < 2:
+        raise SigmapInputError(f"bootstrap_ci: n_boot must be >= 2, got {n_boot}")
+    m, nb = x.shape
+    labels = [f"b{j}" for j in range(nb)] if labels is None else [str(v) for v in labels]
+    if len(labels) != nb:
+        raise SigmapInputError(f"bootstrap_ci: {len(labels)} labels for {nb} columns")
+    from scipy.stats import rankdata
+
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, m, size=(n_boot, m))
+    xb = x[idx]  # (n_boot, m, B)
+    r = rankdata(xb, axis=1, method="average")
+    r -= r.mean(axis=1, keepdims=True)
+    norm = np.sqrt((r * r).sum(axis=1))  # (n_boot, B)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = r / norm[:, None, :]
+        boots = np.einsum("rmi,rmj->rij", u, u)
+    bad = norm <= 1e-12
+    boots[bad[:, :, None] | bad[:, None, :]] = np.nan
+    boots = np.clip(boots, -1.0, 1.0)
+    alpha = (1.0 - level) / 2.0
+    lo = np.nanquantile(boots, alpha, axis=0)
+    hi = np.nanquantile(boots, 1.0 - alpha, axis=0)
+    rho, n = spearman_matrix(x, min_common=3)
+    np.fill_diagonal(rho, 1.0)
+    return OverlapMatrix(
+        labels=tuple(labels),
+        values=rho,
+        n_common=n,
+        level="signature",
+        extra={
+            "ci_low": lo,
+            "ci_high": hi,
+            "boot_sd": np.nanstd(boots, axis=0, ddof=1),
+            "n_boot": int(n_boot),
+            "level": float(level),
+            "model_scores": x,
+        },
+    )

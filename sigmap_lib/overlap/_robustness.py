@@ -1,0 +1,172 @@
+"""Robustness of the signature-level overlap matrix (the paper's checks, METHODS §4–§5).
+
+The main matrix is recomputed under variants of the two-stage procedure — pre-select
+instead of Thrush screening, each half of the corpus, random subsets of models, BIC and
+EBIC instead of AIC — and each variant is compared with the main matrix by the Spearman
+correlation of their off-diagonal values.
+
+Variants read the per-model values of the units they need into memory
+(``(n_units, n_models)`` float32 for the corpus halves): meant for corpora up to a few
+hundred million cells; at paper scale run them on a subsample of documents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+
+
+@dataclass
+class Variant:
+    """One recomputation of the signature overlap."""
+
+    name: str
+    description: str
+    signatures: dict[str, np.ndarray]
+    matrix: Any  # OverlapMatrix
+    agreement: float
+    n_pairs: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _read_columns(nll_arrays: Sequence[Any], lo: int, hi: int) -> np.ndarray:
+    return np.stack([np.asarray(a[lo:hi], dtype=np.float32) for a in nll_arrays], axis=1)
+
+
+def _overlap(
+    signatures, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models: np.ndarray | None = None
+):
+    from sigmap_lib.overlap._signature import signature_overlap
+    from sigmap_lib.signatures._signature import gather_units
+
+    arrays = list(nll_arrays) if models is None else [nll_arrays[i] for i in models]
+    mean = bpb_mean if models is None else bpb_mean[models]
+    sd = bpb_sd if models is None else bpb_sd[models]
+
+    def read(units: np.ndarray) -> np.ndarray:
+        return gather_units(arrays, units).T
+
+    return signature_overlap(
+        signatures, nll=read, unit_nbytes=unit_nbytes, bpb_mean=mean, bpb_sd=sd
+    )
+
+
+def signature_robustness(
+    nll_arrays: Sequence[Any],
+    scores: np.ndarray,
+    benchmark_names: Sequence[str],
+    *,
+    main: Any,
+    unit_nbytes: np.ndarray,
+    bpb_mean: np.ndarray,
+    bpb_sd: np.ndarray,
+    extract_kwargs: Mapping[str, Any],
+    corpus_split: int | None = None,
+    n_model_subsets: int = 3,
+    subset_fraction: float = 0.75,
+    criteria: Sequence[str] = ("bic", "ebic"),
+    seed: int = 0,
+) -> list[Variant]:
+    """Recompute the signature overlap under the paper's robustness variants.
+
+    Parameters
+    ----------
+    nll_arrays : sequence of ``(n_units,)`` arrays (zarr or numpy), one per model
+        Per-unit NLL in the score matrix's model order.
+    scores : ndarray ``(n_models, B)``
+        Benchmark scores (NaN = unscored), columns in ``benchmark_names`` order.
+    main : OverlapMatrix
+        The main signature-overlap matrix the variants are compared with.
+    unit_nbytes : ndarray ``(n_units,)``
+    bpb_mean, bpb_sd : ndarray ``(n_models,)``
+        Whole-corpus bits-per-byte moments per model (from the rank store).
+    extract_kwargs : mapping
+        Options of the main extraction (``k``/``q``, ``statistic``, ``two_sided``,
+        ``criterion``, ``gamma``), passed to
+        :func:`sigmap_lib.signatures.extract_signatures` with one option changed per variant.
+    corpus_split : int, optional
+        First unit of the second corpus half (a document boundary); default ``n_units // 2``.
+    n_model_subsets, subset_fraction : random subsets of models (without replacement).
+    criteria : stage-2 criteria to try instead of the main one.
+    seed : int
+
+    Returns
+    -------
+    list[Variant]
+        With each variant's signatures, matrix and agreement with ``main``.
+    """
+    from sigmap_lib.overlap._analysis import agreement
+    from sigmap_lib.signatures._signature import extract_signatures
+
+    y = np.asarray(scores, dtype=np.float64)
+    if y.ndim != 2 or y.shape[1] != len(benchmark_names):
+        raise SigmapInputError(f"scores must be (n_models, {len(benchmark_names)}), got {y.shape}")
+    m = y.shape[0]
+    if len(nll_arrays) != m:
+        raise SigmapInputError(f"{len(nll_arrays)} NLL arrays for {m} models")
+    d = int(np.asarray(unit_nbytes).shape[0])
+    split = int(corpus_split if corpus_split is not None else d // 2)
+    if not 0 < split < d:
+        raise SigmapInputError(f"corpus_split must be inside (0, {d}), got {split}")
+    base = {k: v for k, v in extract_kwargs.items() if v is not None}
+    rng = np.random.default_rng(seed)
+    out: list[Variant] = []
+
+    def add(name: str, desc: str, sigs: dict[str, np.ndarray], matrix: Any, **extra: Any) -> None:
+        agree = agreement(main, matrix)
+        out.append(Variant(name, desc, sigs, matrix, agree["rho"], agree["n_pairs"], extra))
+
+    def run(values: Any, yy: np.ndarray, offset: int = 0, **changes: Any) -> dict[str, np.ndarray]:
+        kw = dict(base) | changes
+        sigs = extract_signatures(values, yy, benchmark_names=list(benchmark_names), **kw)
+        return {s.benchmark: s.units + offset for s in sigs if s.units.size}
+
+    all_values = _read_columns(nll_arrays, 0, d)
+    # 1. the other screening statistic
+    other = "preselect" if base.get("statistic", "thrush") == "thrush" else "thrush"
+    sigs = run(all_values, y, statistic=other)
+    add(
+        f"screening={other}",
+        f"{other} instead of {base.get('statistic', 'thrush')} screening",
+        sigs,
+        _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
+    )
+    # 2. each half of the corpus
+    for name, lo, hi in (("corpus half 1", 0, split), ("corpus half 2", split, d)):
+        sigs = run(all_values[lo:hi], y, offset=lo)
+        add(
+            name,
+            f"units {lo:,}–{hi:,} only",
+            sigs,
+            _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
+        )
+    # 3. random subsets of models
+    size = max(5, round(subset_fraction * m))
+    if size < m:
+        for i in range(n_model_subsets):
+            models = np.sort(rng.choice(m, size=size, replace=False))
+            sigs = run(all_values[:, models], y[models])
+            add(
+                f"models subset {i + 1}",
+                f"{size} of {m} models",
+                sigs,
+                _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models=models),
+                models=models.tolist(),
+            )
+    # 4. other criteria
+    for crit in criteria:
+        if crit == base.get("criterion", "aic"):
+            continue
+        sigs = run(all_values, y, criterion=crit)
+        add(
+            f"criterion={crit}",
+            f"{crit} instead of {base.get('criterion', 'aic')}",
+            sigs,
+            _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
+        )
+    return out

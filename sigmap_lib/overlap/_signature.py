@@ -1,0 +1,290 @@
+"""Signature-level overlap: Spearman of per-model signature z-scores, its permutation null (METHODS §4)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.overlap._matrix import OverlapMatrix, spearman_matrix
+
+# ---------------------------------------------------------------------------------------
+# Signature overlap
+# ---------------------------------------------------------------------------------------
+NLLSource = np.ndarray | Callable[[np.ndarray], np.ndarray]
+
+
+def _read_nll(
+    nll: NLLSource, units: np.ndarray | None, wanted: np.ndarray, n_models: int
+) -> np.ndarray:
+    """NLL ``(len(wanted), n_models)`` at the unit ids ``wanted``."""
+    if callable(nll):
+        out = np.asarray(nll(wanted), dtype=np.float64)
+    else:
+        arr = np.asarray(nll, dtype=np.float64)
+        if arr.ndim != 2:
+            raise SigmapInputError(
+                f"signature overlap: nll must be (n_units, n_models), got shape {arr.shape}"
+            )
+        if units is None:
+            units = np.arange(arr.shape[0])
+        units = np.asarray(units, dtype=np.int64)
+        if units.shape != (arr.shape[0],):
+            raise SigmapInputError(
+                f"signature overlap: units has shape {units.shape}, expected ({arr.shape[0]},) (one id per nll row)"
+            )
+        sorter = np.argsort(units, kind="stable")
+        pos = np.searchsorted(units, wanted, sorter=sorter)
+        pos = np.clip(pos, 0, len(units) - 1)
+        rows = sorter[pos]
+        bad = units[rows] != wanted
+        if bad.any():
+            raise SigmapInputError(
+                f"signature overlap: signature units {wanted[bad][:10].tolist()} are not among the rows of nll"
+            )
+        out = arr[rows]
+    if out.shape != (len(wanted), n_models):
+        raise SigmapInputError(
+            f"signature overlap: NLL at {len(wanted)} units must have shape ({len(wanted)}, {n_models}), got {out.shape}"
+        )
+    if not np.isfinite(out).all():
+        raise SigmapInputError("signature overlap: NLL at signature units contains NaN/inf")
+    return out
+
+
+def signature_model_scores(
+    signatures: Mapping[str, Sequence[int] | np.ndarray],
+    *,
+    nll: NLLSource,
+    unit_nbytes: np.ndarray | Callable[[np.ndarray], np.ndarray],
+    bpb_mean: np.ndarray,
+    bpb_sd: np.ndarray,
+    units: np.ndarray | None = None,
+) -> tuple[list[str], np.ndarray]:
+    """Per-model signature scores ``s_b[k] = mean_{j ∈ S_b} z_{k,j}``.
+
+    ``z_{k,j} = (bpb_{k,j} − bpb_mean_k) / bpb_sd_k`` with ``bpb = NLL / (n_bytes · ln 2)``
+    and the per-model mean/sd of bits-per-byte over the whole corpus (computed elsewhere,
+    streaming; e.g. ``RankStore``).
+
+    Parameters
+    ----------
+    signatures : mapping benchmark -> unit ids
+        Global corpus unit indices of each benchmark's signature (non-empty).
+    nll : np.ndarray or callable
+        Either ``(k, n_models)`` NLL in nats at the unit ids ``units`` (unit-major), or a
+        callable ``read(unit_ids (k,)) -> (k, n_models)`` (e.g. reading the NLL stores).
+    unit_nbytes : np.ndarray or callable
+        Byte length of each unit: aligned with ``units`` (array form of ``nll``), or a
+        full ``(n_units,)`` array indexed by unit id, or a callable ``read(unit_ids)``.
+    bpb_mean, bpb_sd : np.ndarray
+        ``(n_models,)`` whole-corpus bits-per-byte mean and sd per model.
+    units : np.ndarray, optional
+        ``(k,)`` unit ids of the rows of an array ``nll`` (default ``0..k-1``).
+
+    Returns
+    -------
+    labels : list of str
+    scores : np.ndarray
+        ``(n_models, B)`` float64.
+    """
+    bpb_mean = np.asarray(bpb_mean, dtype=np.float64)
+    bpb_sd = np.asarray(bpb_sd, dtype=np.float64)
+    if bpb_mean.ndim != 1 or bpb_sd.shape != bpb_mean.shape:
+        raise SigmapInputError(
+            f"signature overlap: bpb_mean/bpb_sd must be (n_models,), got {bpb_mean.shape} and {bpb_sd.shape}"
+        )
+    if not (np.isfinite(bpb_sd).all() and (bpb_sd > 0).all()):
+        raise SigmapInputError("signature overlap: bpb_sd must be finite and > 0 for every model")
+    if not isinstance(signatures, Mapping) or not signatures:
+        raise SigmapInputError(
+            "signature overlap: signatures must be a non-empty mapping benchmark -> unit ids"
+        )
+    labels = [str(k) for k in signatures]
+    sig = {}
+    for lab, u in zip(labels, signatures.values()):
+        arr = np.asarray(u, dtype=np.int64).ravel()
+        if arr.size == 0:
+            raise SigmapInputError(f"signature overlap: signature of benchmark {lab!r} is empty")
+        if (arr < 0).any():
+            raise SigmapInputError(
+                f"signature overlap: signature of benchmark {lab!r} has negative unit ids"
+            )
+        sig[lab] = arr
+    wanted = np.unique(np.concatenate(list(sig.values())))
+    m = bpb_mean.shape[0]
+    x = _read_nll(nll, units, wanted, m)
+    # bytes per unit at `wanted`
+    if callable(unit_nbytes):
+        nbytes = np.asarray(unit_nbytes(wanted), dtype=np.float64)
+    else:
+        nb_arr = np.asarray(unit_nbytes, dtype=np.float64)
+        if not callable(nll) and units is not None and nb_arr.shape == np.asarray(units).shape:
+            u = np.asarray(units, dtype=np.int64)
+            sorter = np.argsort(u, kind="stable")
+            nbytes = nb_arr[sorter[np.searchsorted(u, wanted, sorter=sorter)]]
+        else:
+            if nb_arr.ndim != 1 or wanted.max() >= nb_arr.shape[0]:
+                raise SigmapInputError(
+                    f"signature overlap: unit_nbytes (shape {nb_arr.shape}) must be aligned with units or cover unit id {int(wanted.max())}"
+                )
+            nbytes = nb_arr[wanted]
+    if nbytes.shape != wanted.shape or not (nbytes > 0).all():
+        raise SigmapInputError("signature overlap: unit_nbytes must be > 0 at every signature unit")
+    bpb = x / (nbytes[:, None] * math.log(2.0))
+    z = (bpb - bpb_mean[None, :]) / bpb_sd[None, :]
+    out = np.empty((m, len(labels)))
+    for b, lab in enumerate(labels):
+        rows = np.searchsorted(wanted, sig[lab])
+        out[:, b] = z[rows].mean(axis=0)
+    return labels, out
+
+
+def _overlap_from_model_scores(labels: Sequence[str], s: np.ndarray) -> OverlapMatrix:
+    rho, n = spearman_matrix(s, min_common=3)
+    np.fill_diagonal(rho, 1.0)
+    return OverlapMatrix(
+        labels=tuple(labels), values=rho, n_common=n, level="signature", extra={"model_scores": s}
+    )
+
+
+def signature_overlap(
+    signatures: Mapping[str, Sequence[int] | np.ndarray],
+    *,
+    nll: NLLSource,
+    unit_nbytes: np.ndarray | Callable[[np.ndarray], np.ndarray],
+    bpb_mean: np.ndarray,
+    bpb_sd: np.ndarray,
+    units: np.ndarray | None = None,
+) -> OverlapMatrix:
+    """Signature-level overlap: Spearman ρ across models of the signature scores.
+
+    See :func:`signature_model_scores` for the inputs. ``overlap(a, b) =
+    Spearman(s_a, s_b)`` over the models (METHODS §4).
+
+    Returns
+    -------
+    OverlapMatrix
+        ``level="signature"``; ``n_common`` = number of models; ``extra["model_scores"]``
+        = the ``(n_models, B)`` signature scores (input of :func:`bootstrap_ci`).
+    """
+    labels, s = signature_model_scores(
+        signatures, nll=nll, unit_nbytes=unit_nbytes, bpb_mean=bpb_mean, bpb_sd=bpb_sd, units=units
+    )
+    return _overlap_from_model_scores(labels, s)
+
+
+def signature_overlap_null(
+    extract: Callable[[np.ndarray], Mapping[str, Sequence[int] | np.ndarray]],
+    scores: np.ndarray,
+    *,
+    nll: NLLSource,
+    unit_nbytes: np.ndarray | Callable[[np.ndarray], np.ndarray],
+    bpb_mean: np.ndarray,
+    bpb_sd: np.ndarray,
+    units: np.ndarray | None = None,
+    n_perm: int = 99,
+    seed: int = 0,
+    mode: Literal["joint", "independent"] = "joint",
+    alternative: Literal["greater", "two-sided"] = "greater",
+    observed: OverlapMatrix | None = None,
+) -> OverlapMatrix:
+    """Permutation null of the signature overlap, with a p-value per pair.
+
+    Scores are shuffled across models, signatures re-extracted with ``extract`` and the
+    overlap recomputed, ``n_perm`` times. ``mode="joint"`` applies one permutation of the
+    models to all benchmarks (keeps the benchmarks' score correlations, breaks the link
+    between scores and perplexities: the null is "the signatures of a and b overlap only
+    as much as selection on unrelated-to-perplexity scores with the same between-benchmark
+    correlation gives"); ``mode="independent"`` permutes each benchmark's column on its
+    own (also breaks the score correlation; a weaker null).
+
+    p-value (exact permutation test, valid at any ``n_perm``):
+    ``(1 + #{null ≥ observed}) / (1 + n_perm)`` for ``alternative="greater"``, or with
+    ``|·|`` on both sides for ``"two-sided"``.
+
+    Parameters
+    ----------
+    extract : callable
+        ``extract(scores (n_models, B)) -> {benchmark: unit ids}`` — the whole signature
+        pipeline (screening + selection); must return the same benchmark names each time.
+    scores : np.ndarray
+        ``(n_models, B)`` benchmark scores, models in the order of ``nll``'s columns.
+    nll, unit_nbytes, bpb_mean, bpb_sd, units
+        As in :func:`signature_overlap`; ``nll`` must cover every unit ``extract`` can
+        return (pass a callable reading the stores in general).
+    n_perm : int
+        Number of permutations (>= 1).
+    seed : int
+    mode : {"joint", "independent"}
+    alternative : {"greater", "two-sided"}
+    observed : OverlapMatrix, optional
+        The observed overlap; computed from ``extract(scores)`` when omitted.
+
+    Returns
+    -------
+    OverlapMatrix
+        The observed overlap with ``extra["p_value"]`` ``(B, B)`` (NaN diagonal),
+        ``extra["null_mean"]``, ``extra["null_sd"]`` ``(B, B)``, ``extra["null"]``
+        ``(n_perm, B, B)``, ``extra["n_perm"]``, ``extra["mode"]``.
+    """
+    if n_perm < 1:
+        raise SigmapInputError(f"signature_overlap_null: n_perm must be >= 1, got {n_perm}")
+    if mode not in ("joint", "independent"):
+        raise SigmapInputError(
+            f"signature_overlap_null: mode must be 'joint' or 'independent', got {mode!r}"
+        )
+    if alternative not in ("greater", "two-sided"):
+        raise SigmapInputError(
+            f"signature_overlap_null: alternative must be 'greater' or 'two-sided', got {alternative!r}"
+        )
+    y = np.asarray(scores, dtype=np.float64)
+    m = np.asarray(bpb_mean).shape[0]
+    if y.ndim != 2 or y.shape[0] != m:
+        raise SigmapInputError(
+            f"signature_overlap_null: scores must be (n_models={m}, B), got shape {y.shape}"
+        )
+    kw = dict(nll=nll, unit_nbytes=unit_nbytes, bpb_mean=bpb_mean, bpb_sd=bpb_sd, units=units)
+    if observed is None:
+        observed = signature_overlap(extract(y), **kw)
+    labels = observed.labels
+    rng = np.random.default_rng(seed)
+    nb = len(labels)
+    null = np.empty((n_perm, nb, nb))
+    for p in range(n_perm):
+        if mode == "joint":
+            yp = y[rng.permutation(m)]
+        else:
+            yp = np.column_stack([y[rng.permutation(m), j] for j in range(y.shape[1])])
+        sigs = extract(yp)
+        got = [str(k) for k in sigs]
+        if set(got) != set(labels):
+            raise SigmapInputError(
+                f"signature_overlap_null: extract returned benchmarks {sorted(got)}, expected {sorted(labels)}"
+            )
+        null[p] = signature_overlap({k: sigs[k] for k in labels}, **kw).values
+    obs = observed.values
+    if alternative == "greater":
+        exceed = (null >= obs[None] - 1e-12).sum(axis=0)
+    else:
+        exceed = (np.abs(null) >= np.abs(obs)[None] - 1e-12).sum(axis=0)
+    with np.errstate(invalid="ignore"):
+        pval = (1.0 + exceed) / (1.0 + n_perm)
+    pval[~np.isfinite(obs)] = np.nan
+    np.fill_diagonal(pval, np.nan)
+    extra = dict(observed.extra)
+    extra.update(
+        p_value=pval,
+        null_mean=np.nanmean(null, axis=0),
+        null_sd=np.nanstd(null, axis=0, ddof=1) if n_perm > 1 else np.full((nb, nb), np.nan),
+        null=null,
+        n_perm=int(n_perm),
+        mode=mode,
+        alternative=alternative,
+    )
+    return OverlapMatrix(
+        labels=labels, values=obs, n_common=observed.n_common, level=observed.level, extra=extra
+    )

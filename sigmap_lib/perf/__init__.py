@@ -1,0 +1,1 @@
+"""The ``sigmap bench`` throughput programs; each prints one JSON line last."""

@@ -1,0 +1,76 @@
+"""Plots of a metabench fit: reconstruction and test information."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.irt._irt import item_information
+from sigmap_lib.metabench._fit import MetabenchFit
+
+# ---------------------------------------------------------------------------
+# plots
+
+
+def plot_reconstruction(fit: MetabenchFit, path: str | os.PathLike) -> Path:
+    """Scatter of reconstructed vs true score for the test models, one panel per benchmark (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bms = list(fit.benchmarks)
+    ncol = min(3, len(bms))
+    nrow = int(np.ceil(len(bms) / ncol))
+    figure, axes = plt.subplots(nrow, ncol, figsize=(4 * ncol, 4 * nrow), squeeze=False)
+    for ax, bm in zip(axes.ravel(), bms, strict=False):
+        t = fit.benchmarks[bm].thetas
+        t = t[t["role"] == "test"]
+        ax.scatter(t["score"], t["score_pred"], s=6, alpha=0.6)
+        lo, hi = (
+            float(t[["score", "score_pred"]].min().min()),
+            float(t[["score", "score_pred"]].max().max()),
+        )
+        ax.plot([lo, hi], [lo, hi], "k--", lw=0.8)
+        ax.set_title(
+            f"{bm}: {len(fit.benchmarks[bm].selected)} items, RMSE {fit.benchmarks[bm].test_rmse:.2f}"
+        )
+        ax.set_xlabel("true score")
+        ax.set_ylabel("reconstructed")
+    for ax in axes.ravel()[len(bms) :]:
+        ax.axis("off")
+    figure.tight_layout()
+    return _save_fig(figure, path)
+
+
+def plot_test_information(fit: MetabenchFit, path: str | os.PathLike) -> Path:
+    """Test information curves (sum of selected items' information) per benchmark (PNG)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    grid = np.linspace(-4, 4, 201)
+    figure, ax = plt.subplots(figsize=(6, 4))
+    for bm, f in fit.benchmarks.items():
+        ax.plot(grid, item_information(f.params, grid).sum(axis=1), label=f"{bm} ({f.irt_model})")
+    ax.set_xlabel("θ")
+    ax.set_ylabel("test information")
+    ax.legend(fontsize=8)
+    figure.tight_layout()
+    return _save_fig(figure, path)
+
+
+def _save_fig(figure: Any, path: str | os.PathLike) -> Path:
+    import matplotlib.pyplot as plt
+
+    dest = Path(path)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp = dest.with_name(f".{dest.name}.tmp.png")
+    figure.savefig(tmp, dpi=110)
+    plt.close(figure)
+    os.replace(tmp, dest)
+    return dest

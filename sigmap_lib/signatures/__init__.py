@@ -1,0 +1,47 @@
+"""Benchmark signatures (METHODS Part I): stage-1 rank-correlation screening,
+stage-2 selection, and the two-stage extraction with its null calibration.
+"""
+
+from ._screening import (
+    ScreenResult,
+    preselect_correlation,
+    preselect_from_codes,
+    score_coefficients,
+    screen,
+    strength_of,
+    thrush_correlation,
+    thrush_from_codes,
+    thrush_max,
+)
+from ._selection import (
+    SelectionResult,
+    criterion_value,
+    forward_select,
+)
+from ._signature import (
+    NullCalibration,
+    Signature,
+    extract_signature,
+    extract_signatures,
+    gather_units,
+)
+
+__all__ = [
+    "NullCalibration",
+    "ScreenResult",
+    "SelectionResult",
+    "Signature",
+    "criterion_value",
+    "extract_signature",
+    "extract_signatures",
+    "forward_select",
+    "gather_units",
+    "preselect_correlation",
+    "preselect_from_codes",
+    "score_coefficients",
+    "screen",
+    "strength_of",
+    "thrush_correlation",
+    "thrush_from_codes",
+    "thrush_max",
+]

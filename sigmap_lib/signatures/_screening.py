@@ -1,0 +1,758 @@
+"""Stage 1 of a benchmark signature: rank-correlation screening (METHODS.md §2).
+
+Conventions
+-----------
+``values`` are unit-major ``(n_units, n_models)`` perplexity-like numbers (NLL,
+bits-per-byte, any per-unit monotone transform gives the same result); ``scores`` are
+``(n_models,)`` or ``(n_models, n_benchmarks)``, higher = better. ``rank_j(p_k)`` is model
+``k``'s average rank (ties averaged) among the ``m`` models' values on unit ``j``.
+
+* **Thrush correlation** ``γ_j = Σ_{k<l} sign(y_k − y_l)·(rank_j(p_l) − rank_j(p_k))``
+  = ``−Σ_k c_k rank_j(p_k)`` with ``c_k = Σ_l sign(y_k − y_l)``, divided by its maximum
+  over all rank vectors for that ``y`` (pair the largest ``c_k`` with the smallest rank;
+  rearrangement inequality). In ``[−1, 1]``; ``+1`` = the better a model, the less
+  perplexed it is on the unit.
+* **Pre-select correlation** ``η_j = (1/Z) Σ_{k<l, y_k≠y_l} [1{(y_k−y_l)(p_kj−p_lj) > 0}
+  + ½·1{p_kj = p_lj}]`` with ``Z = #{k<l : y_k ≠ y_l}``; in ``[0, 1]``, 0 = perfect order,
+  ½ = random, 1 = reversed. Computed as ``η = ½ + S/(2Z)`` with
+  ``S = Σ_{k<l} sign(y_k−y_l)·sign(p_kj−p_lj)`` (the two are algebraically identical).
+
+Both statistics use only the within-unit ranks, so the ``*_from_codes`` variants take the
+stored doubled rank codes of :mod:`sigmap_lib.nll` and give exactly the same numbers.
+
+Missing scores (NaN) are allowed per benchmark: each benchmark is screened on the models
+that have a score for it. The within-unit ranks are recomputed on that subset of models
+(ranking the stored codes of the subset is exact, because codes are a monotone,
+tie-preserving transform of the values); benchmarks sharing the same set of models are
+processed together. A benchmark needs at least 3 scored models and non-constant scores.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.nll._ranks import (
+    EXACT_INT_DTYPES,
+    MAX_MODELS_UINT8,
+    RankStore,
+    as_2d_values,
+    check_model_arrays,
+    encode_ranks,
+    iter_value_chunks,
+    values_dtype,
+)
+
+STATISTICS = ("thrush", "preselect")
+
+
+# ----------------------------------------------------------------------------------------
+# score-side quantities
+
+
+def _as_scores(scores: Any, n_models: int | None = None) -> tuple[np.ndarray, bool]:
+    y = np.asarray(scores, dtype=np.float64)
+    squeeze = y.ndim == 1
+    if squeeze:
+        y = y[:, None]
+    if y.ndim != 2:
+        raise SigmapInputError(
+            f"scores must be (n_models,) or (n_models, n_benchmarks), got shape {y.shape}"
+        )
+    if n_models is not None and y.shape[0] != n_models:
+        raise SigmapInputError(
+            f"scores have {y.shape[0]} model rows but the perplexity data has {n_models} models"
+        )
+    if np.isinf(y).any():
+        raise SigmapInputError("scores contain +/-inf; use NaN for a missing score")
+    return y, squeeze
+
+
+def score_coefficients(y: np.ndarray) -> np.ndarray:
+    """``c_k = Σ_l sign(y_k − y_l)`` for every column of ``y``.
+
+    Parameters
+    ----------
+    y : numpy.ndarray, shape (m,) or (m, B), finite
+
+    Returns
+    -------
+    numpy.ndarray of int64, same shape (sums to zero per column).
+    """
+    y = np.asarray(y, dtype=np.float64)
+    if y.ndim == 1:
+        return score_coefficients(y[:, None])[:, 0]
+    # rank-based O(m log m): c_k = #{l: y_l < y_k} - #{l: y_l > y_k}
+    s = np.sort(y, axis=0)
+    m = y.shape[0]
+    out = np.empty(y.shape, dtype=np.int64)
+    for b in range(y.shape[1]):
+        less = np.searchsorted(s[:, b], y[:, b], side="left")
+        greater = m - np.searchsorted(s[:, b], y[:, b], side="right")
+        out[:, b] = less - greater
+    return out
+
+
+def thrush_max(y: np.ndarray) -> np.ndarray:
+    """Largest attainable un-normalized Thrush statistic ``−Σ c_k r_k`` for each column.
+
+    The maximum over rank vectors is reached by giving the smallest rank to the largest
+    ``c_k`` (rearrangement inequality); average ranks under ties cannot exceed it.
+    """
+    c = score_coefficients(y)
+    if c.ndim == 1:
+        c = c[:, None]
+    c_desc = -np.sort(-c, axis=0)
+    r = np.arange(1, c.shape[0] + 1, dtype=np.float64)[:, None]
+    return -(c_desc * r).sum(axis=0).astype(np.float64)
+
+
+def _check_benchmark(y: np.ndarray, name: str) -> None:
+    yy = y[~np.isnan(y)]
+    if yy.size < 3:
+        raise SigmapInputError(f"benchmark {name}: only {yy.size} scored models; need >= 3")
+    if np.all(yy == yy[0]):
+        raise SigmapInputError(f"benchmark {name}: all scores are equal ({yy[0]}); nothing to rank")
+
+
+def _pair_signs(y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``sign(y_k − y_l)`` over pairs ``k < l`` as ``(P, B)`` float32 and ``Z`` (B,)."""
+    m = y.shape[0]
+    ku, lu = np.triu_indices(m, 1)
+    ys = np.sign(y[ku, :] - y[lu, :]).astype(np.float32)
+    return np.ascontiguousarray(ys), np.abs(ys).sum(axis=0).astype(np.float64)
+
+
+# ----------------------------------------------------------------------------------------
+# kernels (numba, in sigmap_lib.nll._kernels; see its docstring for the layout)
+
+# uint8 codes (<= 2m - 2) times |c_k| <= m - 1 summed over m <= 128 models stay below
+# 2**24, so a float32 GEMM over a block of codes is exact
+_GEMM_BLOCK = 1 << 13
+
+
+def _kernels() -> Any:
+    """The numba kernels of :mod:`sigmap_lib.nll._kernels` (compiled on first use)."""
+    from sigmap_lib.nll import _kernels as kernels_module
+
+    return kernels_module
+
+
+def _rankable(x: np.ndarray) -> np.ndarray:
+    """Values the kernels compare exactly as they are (float32/64, integer codes)."""
+    if x.dtype in (np.float32, np.float64) or x.dtype in EXACT_INT_DTYPES:
+        return x
+    return x.astype(np.float64)
+
+
+def _codes_gemm_thrush(
+    codes: np.ndarray, cneg: np.ndarray, den: np.ndarray | None = None
+) -> np.ndarray:
+    """``codes (n, m) @ cneg (m, B)`` as exact float32, block by block (uint8 codes);
+    with ``den (B,)``: that product divided by ``den`` in float64 (``raw / den``).
+
+    Each block is cast to float32 (L2-sized), multiplied by single-threaded BLAS and, with
+    ``den``, divided while still in cache; the blocks are shared among a few Python threads
+    (the casts, GEMMs and divisions release the GIL). Multi-threaded BLAS on such skinny
+    products spin-waits and collapses under load.
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    n, m = codes.shape
+    nbm = cneg.shape[1]
+    out = np.empty((n, nbm), dtype=np.float32 if den is None else np.float64)
+    cf = np.ascontiguousarray(cneg, dtype=np.float32)
+    starts = list(range(0, n, _GEMM_BLOCK))
+
+    def work(part: int, nparts: int) -> None:
+        buf = np.empty((min(n, _GEMM_BLOCK), m), dtype=np.float32)
+        raw = np.empty((min(n, _GEMM_BLOCK), nbm), dtype=np.float32)
+        for s in starts[part::nparts]:
+            e = min(n, s + _GEMM_BLOCK)
+            blk = buf[: e - s]
+            np.copyto(blk, codes[s:e], casting="unsafe")
+            if den is None:
+                np.matmul(blk, cf, out=out[s:e])
+            else:
+                np.matmul(blk, cf, out=raw[: e - s])
+                np.divide(raw[: e - s], den, out=out[s:e])
+
+    nparts = max(1, min(os.cpu_count() or 1, len(starts) // 4))
+    with threadpool_limits(limits=1, user_api="blas"):
+        if nparts == 1:
+            work(0, 1)
+        else:
+            with ThreadPoolExecutor(nparts) as ex:
+                for f in [ex.submit(work, i, nparts) for i in range(nparts)]:
+                    f.result()
+    return out
+
+
+@dataclass
+class _Pass:
+    """One streaming pass of the screening statistic over a block of units."""
+
+    stat: np.ndarray  # (n, B) float64
+    hist: np.ndarray | None  # (B, n_bins) int64, when edges were given
+    n_nan: int  # NaN values read (the caller raises)
+    codes: np.ndarray | None  # (n, m) rank codes, when asked for and produced on the way
+
+
+def _hist_buffer(nbm: int, n_bins: int) -> np.ndarray:
+    from sigmap_lib.nll._kernels import MAX_CHUNKS
+
+    return np.zeros((MAX_CHUNKS, nbm, n_bins), dtype=np.int64)
+
+
+def _finish_hist(
+    stat: np.ndarray, edges: tuple[float, float, int] | None, part: np.ndarray | None = None
+) -> np.ndarray | None:
+    if edges is None:
+        return None
+    if part is not None:
+        return part.sum(axis=0)
+    lo, hi, n_bins = edges
+    counts = np.zeros((stat.shape[1], n_bins), dtype=np.int64)
+    _kernels().histogram(stat, lo, hi, counts)
+    return counts
+
+
+def _buffer(
+    buffers: dict[str, np.ndarray] | None, key: str, shape: tuple[int, int], dtype: Any
+) -> np.ndarray:
+    """An uninitialised ``shape`` array, carved from ``buffers[key]`` when it is big enough."""
+    if buffers is None:
+        return np.empty(shape, dtype=dtype)
+    have = buffers.get(key)
+    if have is None or have.shape[0] < shape[0] or have.shape[1:] != shape[1:]:
+        have = buffers[key] = np.empty(shape, dtype=dtype)
+    return have[: shape[0]]
+
+
+def _thrush_pass(
+    x: np.ndarray,
+    y: np.ndarray,
+    is_codes: bool,
+    edges: tuple[float, float, int] | None = None,
+    want_codes: bool = False,
+    buffers: dict[str, np.ndarray] | None = None,
+) -> _Pass:
+    """Normalized Thrush for all columns of finite ``y (m, B)`` on the rows of ``x``.
+
+    ``x`` is ``(n, m)`` values (ranked here, fused with the product, the histogram over
+    ``edges = (lo, hi, n_bins)`` and the NaN check) or, when ``is_codes``, doubled rank
+    codes of exactly these ``m`` models. ``buffers``: a dict reused across calls for the
+    statistic and code arrays (a streaming caller saves the page faults of fresh
+    allocations; the returned arrays are views into it, valid until the next call).
+    """
+    cneg = -score_coefficients(y)  # (m, B)
+    den = 2.0 * thrush_max(y)
+    n, m = x.shape
+    nbm = y.shape[1]
+    if n == 0:
+        stat = np.empty((0, nbm), dtype=np.float64)
+        return _Pass(stat, _finish_hist(stat, edges), 0, None)
+    if m > MAX_MODELS_UINT8 and not is_codes and x.dtype.kind == "f" and np.isnan(x.min()):
+        return _Pass(np.empty((0, nbm)), None, int(np.isnan(x).sum()), None)
+    if m > MAX_MODELS_UINT8:
+        codes = x if is_codes else encode_ranks(x)
+        stat = (codes.astype(np.int64) @ cneg) / den
+        return _Pass(stat, _finish_hist(stat, edges), 0, codes if want_codes else None)
+    if is_codes and x.dtype == np.uint8:
+        stat = _codes_gemm_thrush(x, cneg, den)
+        return _Pass(stat, _finish_hist(stat, edges), 0, x if want_codes else None)
+    k = _kernels()
+    cn = np.ascontiguousarray(cneg, dtype=np.int32)
+    stat = _buffer(buffers, "stat", (n, nbm), np.float64)
+    lo, hi, n_bins = edges if edges is not None else (0.0, 1.0, 0)
+    hist = _hist_buffer(nbm, n_bins)
+    nan = np.zeros(hist.shape[0], dtype=np.int64)
+    codes = _buffer(buffers, "codes", (n if want_codes else 0, m), np.uint8)
+    k.rank_thrush(
+        _rankable(x), cn, np.ascontiguousarray(den), stat, k.BLOCK_UNITS, lo, hi, hist, nan, codes
+    )
+    n_nan = int(nan.sum())
+    return _Pass(
+        stat, _finish_hist(stat, edges, hist), n_nan, codes if want_codes and not n_nan else None
+    )
+
+
+def _preselect_pass(
+    x: np.ndarray,
+    y: np.ndarray,
+    is_codes: bool = False,
+    edges: tuple[float, float, int] | None = None,
+    want_codes: bool = False,
+    buffers: dict[str, np.ndarray] | None = None,
+) -> _Pass:
+    """Pre-select for all columns of finite ``y (m, B)``; ``x`` values or codes (n, m).
+
+    Only the signs of within-unit differences matter, so values and codes (of any subset
+    of the models) give the same result; ``is_codes`` and ``want_codes`` (never produced
+    here) are accepted for symmetry with :func:`_thrush_pass`.
+    """
+    ys, z = _pair_signs(y)
+    n = x.shape[0]
+    nbm = y.shape[1]
+    stat = _buffer(buffers, "stat", (n, nbm), np.float64)
+    if n == 0:
+        return _Pass(stat, _finish_hist(stat, edges), 0, None)
+    k = _kernels()
+    lo, hi, n_bins = edges if edges is not None else (0.0, 1.0, 0)
+    hist = _hist_buffer(nbm, n_bins)
+    nan = np.zeros(hist.shape[0], dtype=np.int64)
+    k.pair_sign_sum(_rankable(x), ys, z, stat, k.BLOCK_UNITS, lo, hi, hist, nan)
+    return _Pass(stat, _finish_hist(stat, edges, hist), int(nan.sum()), None)
+
+
+def _thrush_block(x: np.ndarray, y: np.ndarray, is_codes: bool) -> np.ndarray:
+    return _thrush_pass(x, y, is_codes).stat
+
+
+def _preselect_block(x: np.ndarray, y: np.ndarray, is_codes: bool = False) -> np.ndarray:
+    return _preselect_pass(x, y, is_codes).stat
+
+
+def codes_thrush(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Normalized Thrush for all columns of finite ``y`` (m, B) from codes (n, m)."""
+    return _thrush_block(codes, y, True)
+
+
+def _codes_preselect(codes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Pre-select for all columns of finite ``y`` (m, B) from codes (n, m)."""
+    return _preselect_block(codes, y, True)
+
+
+def _per_mask_groups(y: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Group benchmark columns by the set of models that have a score."""
+    avail = ~np.isnan(y)
+    groups: dict[bytes, list[int]] = {}
+    for b in range(y.shape[1]):
+        groups.setdefault(avail[:, b].tobytes(), []).append(b)
+    return [(avail[:, cols[0]], np.asarray(cols)) for cols in groups.values()]
+
+
+def _apply_by_mask(x: np.ndarray, y: np.ndarray, fn: Any, is_codes: bool) -> np.ndarray:
+    """``fn`` per group of benchmarks sharing their scored models.
+
+    A strict subset of the models is ranked afresh from the columns of ``x`` (exact for
+    codes too: they are a monotone, tie-preserving transform of the values).
+    """
+    out = np.empty((x.shape[0], y.shape[1]), dtype=np.float64)
+    for mask, cols in _per_mask_groups(y):
+        if mask.all():
+            out[:, cols] = fn(x, y[:, cols], is_codes)
+        else:
+            out[:, cols] = fn(x[:, mask], y[np.ix_(mask, cols)], False)
+    return out
+
+
+def _prepare(values: Any, scores: Any) -> tuple[np.ndarray, np.ndarray, bool]:
+    arr = as_2d_values(values)
+    y, squeeze = _as_scores(scores, arr.shape[1])
+    for b in range(y.shape[1]):
+        _check_benchmark(y[:, b], f"#{b}")
+    return arr, y, squeeze
+
+
+def _check_codes(codes: Any) -> np.ndarray:
+    arr = np.asarray(codes)
+    if arr.ndim != 2 or arr.dtype.kind not in "iu":
+        raise SigmapInputError(
+            f"rank codes must be an integer (n_units, n_models) array, got {arr.dtype} {arr.shape}"
+        )
+    return arr
+
+
+def thrush_correlation(values: Any, scores: Any) -> np.ndarray:
+    """Normalized Thrush rank correlation of every unit with the benchmark scores.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_units, n_models)
+        Unit-major perplexity-like values (NaN rejected).
+    scores : array_like, shape (n_models,) or (n_models, n_benchmarks)
+        Higher = better; NaN = model not scored on that benchmark (excluded for it).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [−1, 1]
+        Positive when better models are less perplexed on the unit.
+    """
+    arr, y, squeeze = _prepare(values, scores)
+    out = _apply_by_mask(arr, y, _thrush_block, False)
+    return out[:, 0] if squeeze else out
+
+
+def preselect_correlation(values: Any, scores: Any) -> np.ndarray:
+    """Pre-select correlation: fraction of model pairs put in the wrong order.
+
+    Parameters
+    ----------
+    values : array_like, shape (n_units, n_models)
+    scores : array_like, shape (n_models,) or (n_models, n_benchmarks)
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [0, 1]
+        0 = better models always less perplexed, ½ = random, ties in the values count ½.
+    """
+    arr, y, squeeze = _prepare(values, scores)
+    out = _apply_by_mask(arr, y, _preselect_block, False)
+    return out[:, 0] if squeeze else out
+
+
+def thrush_from_codes(codes: Any, scores: Any) -> np.ndarray:
+    """:func:`thrush_correlation` from stored doubled rank codes ``(n_units, n_models)``."""
+    arr = _check_codes(codes)
+    y, squeeze = _as_scores(scores, arr.shape[1])
+    for b in range(y.shape[1]):
+        _check_benchmark(y[:, b], f"#{b}")
+    out = _apply_by_mask(arr, y, _thrush_block, True)
+    return out[:, 0] if squeeze else out
+
+
+def preselect_from_codes(codes: Any, scores: Any) -> np.ndarray:
+    """:func:`preselect_correlation` from stored doubled rank codes ``(n_units, n_models)``."""
+    arr = _check_codes(codes)
+    y, squeeze = _as_scores(scores, arr.shape[1])
+    for b in range(y.shape[1]):
+        _check_benchmark(y[:, b], f"#{b}")
+    out = _apply_by_mask(arr, y, _preselect_block, True)
+    return out[:, 0] if squeeze else out
+
+
+# ----------------------------------------------------------------------------------------
+# streaming screening
+
+
+def strength_of(stat: np.ndarray, statistic: str, two_sided: bool) -> np.ndarray:
+    """Candidate strength (larger = stronger) of a statistic.
+
+    thrush: ``|γ|`` (two-sided) or ``γ``; preselect: ``|η − ½|·2`` (two-sided) or
+    ``(½ − η)·2``; both in [−1, 1] / [0, 1].
+    """
+    if statistic == "thrush":
+        return np.abs(stat) if two_sided else stat
+    return np.abs(stat - 0.5) * 2.0 if two_sided else (0.5 - stat) * 2.0
+
+
+@dataclass
+class ScreenResult:
+    """Stage-1 result for one benchmark.
+
+    Attributes
+    ----------
+    benchmark : int
+        Column of ``scores``.
+    indices : numpy.ndarray of int64, shape (K,)
+        Candidate unit indices, strongest first (ties broken by smaller unit index).
+    thrush, preselect : numpy.ndarray of float64, shape (K,)
+        Both statistics of the candidates.
+    strength : numpy.ndarray, shape (K,)
+        The ranking key (see :func:`strength_of`).
+    hist_edges : numpy.ndarray, shape (n_bins + 1,)
+        Fixed bin edges of the screening statistic (``[−1, 1]`` thrush, ``[0, 1]`` pre-select).
+    hist_counts : numpy.ndarray of int64, shape (n_bins,)
+        Histogram of the screening statistic over ALL ``n_units`` units (last bin closed).
+    n_units : int
+    models_used : numpy.ndarray of bool, shape (n_models,)
+        Models with a score on this benchmark (the ones screened).
+    statistic, two_sided, k : as requested.
+    """
+
+    benchmark: int
+    indices: np.ndarray
+    thrush: np.ndarray
+    preselect: np.ndarray
+    strength: np.ndarray
+    hist_edges: np.ndarray
+    hist_counts: np.ndarray
+    n_units: int
+    models_used: np.ndarray
+    statistic: str
+    two_sided: bool
+    k: int
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def best(self) -> float:
+        """Strength of the strongest unit (NaN when no candidate)."""
+        return float(self.strength[0]) if self.strength.size else float("nan")
+
+
+class _TopK:
+    """Running top-K by (strength desc, index asc) with bounded memory (≤ 3K rows).
+
+    Keeps, per candidate, the statistic and the (possibly subset-re-ranked) rank codes.
+    """
+
+    def __init__(self, k: int) -> None:
+        self.k = k
+        self.idx = np.empty(0, dtype=np.int64)
+        self.strength = np.empty(0, dtype=np.float64)
+        self.stats = np.empty(0, dtype=np.float64)
+        self.codes: np.ndarray | None = None
+        self.threshold = -np.inf
+        self.full = False
+
+    def push(
+        self, idx: np.ndarray, strength: np.ndarray, stats: np.ndarray, codes: np.ndarray
+    ) -> None:
+        if idx.size == 0:
+            return
+        self.idx = np.concatenate([self.idx, idx])
+        self.strength = np.concatenate([self.strength, strength])
+        self.stats = np.concatenate([self.stats, stats])
+        self.codes = codes.copy() if self.codes is None else np.concatenate([self.codes, codes])
+        if self.idx.size >= 2 * self.k:
+            self._shrink()
+
+    def _shrink(self) -> None:
+        if self.idx.size > self.k:
+            keep = _select_topk(self.strength, self.idx, self.k)
+            self.idx, self.strength, self.stats = (
+                self.idx[keep],
+                self.strength[keep],
+                self.stats[keep],
+            )
+            assert self.codes is not None
+            self.codes = self.codes[keep]
+        if self.idx.size >= self.k:
+            self.full = True
+            self.threshold = float(self.strength.min())
+
+    def result(self, n_models: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        self._shrink()
+        order = np.lexsort((self.idx, -self.strength))
+        codes = self.codes if self.codes is not None else np.zeros((0, n_models), np.uint8)
+        return self.idx[order], self.strength[order], self.stats[order], codes[order]
+
+
+# strength of a unit sits at most this far below its histogram bin's floor (rounding)
+_FLOOR_MARGIN = 1e-9
+
+
+def _strength_floor(edges: np.ndarray, statistic: str, two_sided: bool) -> np.ndarray:
+    """Smallest strength of a statistic value in each histogram bin (per bin)."""
+    a = strength_of(edges[:-1], statistic, two_sided)
+    c = strength_of(edges[1:], statistic, two_sided)
+    floor = np.minimum(a, c)
+    if two_sided:
+        kink = 0.0 if statistic == "thrush" else 0.5
+        inside = (edges[:-1] <= kink) & (edges[1:] >= kink)
+        floor[inside] = 0.0
+    return floor
+
+
+def _select_topk(strength: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the k largest strengths, ties broken by smaller index."""
+    n = strength.size
+    if k >= n:
+        return np.arange(n)
+    part = np.argpartition(-strength, k - 1)
+    kth = strength[part[k - 1]]
+    above = np.flatnonzero(strength > kth)
+    tied = np.flatnonzero(strength == kth)
+    tied = tied[np.argsort(idx[tied], kind="stable")][: k - above.size]
+    return np.concatenate([above, tied])
+
+
+def _source_chunks(source: Any, chunk_units: int) -> tuple[int, int, Any, bool]:
+    """(n_units, n_models, iterator of (start, block), block_is_codes)."""
+    if isinstance(source, RankStore):
+        return source.n_units, source.n_models, source.iter_chunks(chunk_units), True
+    if isinstance(source, np.ndarray) or (hasattr(source, "shape") and len(source.shape) == 2):
+        arr = source
+        if len(arr.shape) != 2:
+            raise SigmapInputError(f"values must be (n_units, n_models), got {arr.shape}")
+        d, m = int(arr.shape[0]), int(arr.shape[1])
+
+        def it() -> Any:
+            for s in range(0, d, chunk_units):
+                yield s, np.asarray(arr[s : s + chunk_units])
+
+        return d, m, it(), False
+    if isinstance(source, Sequence) and not isinstance(source, (str, bytes)):
+        arrays, d = check_model_arrays(source)
+        dt = values_dtype(arrays)
+        return d, len(arrays), iter_value_chunks(arrays, chunk_units, dtype=dt, n_units=d), False
+    raise SigmapInputError(
+        "screen() takes a RankStore, a unit-major (n_units, n_models) array, or a sequence "
+        f"of per-model 1-D arrays; got {type(source).__name__}"
+    )
+
+
+def _raise_on_nan(block: np.ndarray, start: int, check: bool = False) -> None:
+    """Raise naming the first NaN of a value block (``check``: only if there is one)."""
+    if block.dtype.kind != "f" or (check and not np.isnan(block.min())):
+        return
+    r, c = np.argwhere(np.isnan(block))[0]
+    raise SigmapInputError(f"model column {int(c)}: value is NaN at unit {start + int(r)}")
+
+
+def screen(
+    source: Any,
+    scores: Any,
+    *,
+    q: float = 0.01,
+    k: int | None = None,
+    two_sided: bool = True,
+    statistic: str = "thrush",
+    chunk_units: int = 1 << 20,
+    n_bins: int = 200,
+    benchmark_names: Sequence[str] | None = None,
+) -> list[ScreenResult]:
+    """Screen all units for all benchmarks in ONE streaming pass.
+
+    Parameters
+    ----------
+    source : RankStore | array (n_units, n_models) | sequence of per-model 1-D arrays
+        Stored rank codes, in-memory values, or per-model NLL arrays (zarr / numpy /
+        paths), read ``chunk_units`` units at a time.
+    scores : array_like, shape (n_models,) or (n_models, B)
+        Columns aligned with the source's model order; NaN = not scored (see module doc).
+    q : float
+        Fraction of units kept per benchmark (``K = ceil(q · n_units)``), used when ``k`` is None.
+    k : int, optional
+        Fixed number of candidates per benchmark.
+    two_sided : bool
+        Rank candidates by ``|γ|`` / ``|η − ½|`` (default) or one-sided (predictive direction).
+    statistic : {"thrush", "preselect"}
+        Statistic that ranks the candidates and is histogrammed. The other statistic is
+        computed only for the units that enter the running top-K.
+    chunk_units : int
+        Units per chunk; memory is ``O(chunk_units · (n_models + B) + B · K)``.
+    n_bins : int
+        Histogram bins (fixed edges over the statistic's range).
+
+    Returns
+    -------
+    list[ScreenResult]
+        One per benchmark column, in column order.
+    """
+    if statistic not in STATISTICS:
+        raise SigmapInputError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
+    if chunk_units < 1:
+        raise SigmapInputError(f"chunk_units must be >= 1, got {chunk_units}")
+    d, m, chunks, is_codes = _source_chunks(source, chunk_units)
+    y, _ = _as_scores(scores, m)
+    nbm = y.shape[1]
+    names = list(benchmark_names) if benchmark_names is not None else [f"#{b}" for b in range(nbm)]
+    if len(names) != nbm:
+        raise SigmapInputError(f"{len(names)} benchmark names for {nbm} score columns")
+    for b in range(nbm):
+        _check_benchmark(y[:, b], names[b])
+    if k is None:
+        if not 0 < q <= 1:
+            raise SigmapInputError(f"q must be in (0, 1], got {q}")
+        kk = max(1, math.ceil(q * d))
+    else:
+        if k < 1:
+            raise SigmapInputError(f"k must be >= 1, got {k}")
+        kk = int(k)
+    kk = min(kk, max(d, 1))
+    lo, hi = (-1.0, 1.0) if statistic == "thrush" else (0.0, 1.0)
+    edges = np.linspace(lo, hi, n_bins + 1)
+    counts = np.zeros((nbm, n_bins), dtype=np.int64)
+    tops = [_TopK(kk) for _ in range(nbm)]
+    groups = _per_mask_groups(y)
+    # a strict-subset group reads only its own columns: check the others for NaN here
+    check_nan_here = not any(bool(mask.all()) for mask, _ in groups)
+    main_pass, other_fn = (
+        (_thrush_pass, _codes_preselect)
+        if statistic == "thrush"
+        else (_preselect_pass, codes_thrush)
+    )
+    kern = _kernels()
+    kind = {("thrush", False): 0, ("thrush", True): 1, ("preselect", False): 2}.get(
+        (statistic, two_sided), 3
+    )
+    floor = _strength_floor(edges, statistic, two_sided)
+    floor_order = np.argsort(-floor, kind="stable")
+    floor_sorted = floor[floor_order]
+    sel_buf = np.empty((0, 0), dtype=np.int32)
+    bufs: dict[int, dict[str, np.ndarray]] = {}  # per model group, reused chunk after chunk
+    for start, block in chunks:
+        if block.shape[0] == 0:
+            continue
+        if check_nan_here and not is_codes:
+            _raise_on_nan(block, start, check=True)
+        for gi, (mask, cols) in enumerate(groups):
+            full = bool(mask.all())
+            # values are ranked inside the fused kernels; a strict subset of the models is
+            # ranked afresh from its columns (codes included)
+            x = block if full else block[:, mask]
+            x_is_codes = is_codes and full
+            yg = y[np.ix_(mask, cols)]
+            res = main_pass(x, yg, x_is_codes, (lo, hi, n_bins), True, bufs.setdefault(gi, {}))
+            if res.n_nan:
+                _raise_on_nan(block, start)
+            stat = res.stat  # (n, len(cols))
+            assert res.hist is not None
+            counts[cols] += res.hist
+            # candidates: stronger than the running K-th (strict: earlier units win ties)
+            # and not below the histogram floor (>= K units seen are at least that strong)
+            t_strict = np.array([tops[b].threshold if tops[b].full else -np.inf for b in cols])
+            t_weak = np.full(len(cols), -np.inf)
+            for j, b in enumerate(cols):
+                cum = np.cumsum(counts[b][floor_order])
+                pos = int(np.searchsorted(cum, kk))
+                if pos < cum.size:
+                    t_weak[j] = floor_sorted[pos] - _FLOOR_MARGIN
+            n = stat.shape[0]
+            if sel_buf.shape[0] < len(cols) or sel_buf.shape[1] < n:
+                sel_buf = np.empty((nbm, max(n, chunk_units)), dtype=np.int32)
+            nparts = max(1, min(64, n // 16384))
+            nsel = np.zeros((nparts, len(cols)), dtype=np.int64)
+            kern.select_candidates(stat, kind, t_strict, t_weak, sel_buf, nsel)
+            bounds = [c * n // nparts for c in range(nparts)]
+            for j, b in enumerate(cols):
+                sel = np.concatenate(
+                    [sel_buf[j, r0 : r0 + nsel[c, j]] for c, r0 in enumerate(bounds)]
+                ).astype(np.int64)
+                if sel.size == 0:
+                    continue
+                st_sel = strength_of(stat[sel, j], statistic, two_sided)
+                if sel.size > kk:
+                    keep = _select_topk(st_sel, sel, kk)
+                    sel, st_sel = sel[keep], st_sel[keep]
+                # keep the candidates' rank codes (among the benchmark's models; produced
+                # by the Thrush pass on the way); the other statistic is computed once, for
+                # the final K only
+                if res.codes is not None:
+                    cand = res.codes[sel]
+                else:
+                    cand = x[sel] if x_is_codes else encode_ranks(x[sel])
+                tops[b].push(start + sel, st_sel, stat[sel, j], cand)
+    results = []
+    for b in range(nbm):
+        idx, st, main_stat, cand_codes = tops[b].result(int((~np.isnan(y[:, b])).sum()))
+        mask_b = ~np.isnan(y[:, b])
+        other = other_fn(cand_codes, y[mask_b, b : b + 1])[:, 0]
+        both = np.column_stack([main_stat, other] if statistic == "thrush" else [other, main_stat])
+        results.append(
+            ScreenResult(
+                benchmark=b,
+                indices=idx,
+                thrush=both[:, 0].copy(),
+                preselect=both[:, 1].copy(),
+                strength=st,
+                hist_edges=edges,
+                hist_counts=counts[b].copy(),
+                n_units=d,
+                models_used=~np.isnan(y[:, b]),
+                statistic=statistic,
+                two_sided=two_sided,
+                k=kk,
+            )
+        )
+    return results

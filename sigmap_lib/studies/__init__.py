@@ -1,0 +1,29 @@
+"""Studies on the real public data in ``../shared/data``: real-data overlap and the
+comparison of sigmap's IRT with metabench's R fits.
+"""
+
+from ._paths import (
+    shared_data_dir,
+)
+from ._r_comparison import (
+    DEFAULT_STEMS,
+    R_POOL_COLUMNS,
+    compare_fit,
+    heldout_reconstruction,
+    r_refit_params,
+    real_data_validation,
+)
+from ._realdata import (
+    real_data_overlap_summary,
+)
+
+__all__ = [
+    "DEFAULT_STEMS",
+    "R_POOL_COLUMNS",
+    "compare_fit",
+    "heldout_reconstruction",
+    "r_refit_params",
+    "real_data_overlap_summary",
+    "real_data_validation",
+    "shared_data_dir",
+]

@@ -1,0 +1,739 @@
+"""Benchmarks of the zoo world, and loglikelihood scoring the way lm-evaluation-harness
+does it.
+
+Four recipes ("families"), each applied to several domains of held-out text (the
+``bench`` split of :mod:`sigmap_lib.worlds.zoo`, never seen in training or in the
+corpus):
+
+``nextline`` (format ``multiple_choice``, metric ``acc_norm``; HellaSwag-like)
+    A few lines / sentences of a document; choose the true next line among it and three
+    lines of other documents of the same domain. Domains: code, prose.
+``pickword`` (format ``multiple_choice``, metric ``acc``)
+    The text up to a word; choose the true word among four (same-kind distractors:
+    identifiers, words, perturbed numbers, other sequence elements, other field values).
+    Domains: code, prose, arithmetic, recall, records.
+``cloze`` (format ``cloze``, metric ``ll_threshold``; LAMBADA-like, one continuation)
+    The text up to a word; correct when the true word's loglikelihood per UTF-8 byte
+    reaches the domain's :data:`CLOZE_THRESHOLDS` (tiny models almost never produce
+    whole words greedily, so lm-eval's ``greedy`` criterion would score them all 0; it
+    is still available as a metric). Domains: code, prose, arithmetic, recall, records.
+``pair`` (format ``minimal_pair``, metric ``acc``; BLiMP-like)
+    A line and a minimally corrupted copy (two adjacent words swapped, a wrong digit, a
+    wrong field value), without context; correct when the true line is more likely.
+    Domains: code, prose, arithmetic, records.
+
+Metrics (per item, 0/1): ``acc`` = the highest total loglikelihood choice is the gold
+one; ``acc_norm`` = the same after dividing each choice's loglikelihood by its length
+in UTF-8 bytes; ``greedy`` = the gold continuation is the greedy decode;
+``ll_threshold`` = the gold continuation's loglikelihood per byte reaches the
+benchmark's threshold.
+"""
+
+from __future__ import annotations
+
+import itertools
+import keyword
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.worlds.zoo._text import RECORD_FIELDS, ZooTexts, field_values
+
+FUNCTION_OF_DOMAIN: dict[str, str] = {
+    "code": "code",
+    "prose": "language",
+    "arithmetic": "arithmetic",
+    "recall": "recall",
+    "records": "knowledge",
+}
+
+FAMILIES: dict[str, dict[str, Any]] = {
+    "nextline": {"format": "multiple_choice", "metric": "acc_norm", "domains": ("code", "prose")},
+    "pickword": {
+        "format": "multiple_choice",
+        "metric": "acc",
+        "domains": ("code", "prose", "arithmetic", "recall", "records"),
+    },
+    "cloze": {
+        "format": "cloze",
+        "metric": "ll_threshold",
+        "domains": ("code", "prose", "arithmetic", "recall", "records"),
+    },
+    "pair": {
+        "format": "minimal_pair",
+        "metric": "acc",
+        "domains": ("code", "prose", "arithmetic", "records"),
+    },
+}
+
+
+#: Longest choice (UTF-8 bytes): at most one token per byte, so a continuation always
+#: fits a 128-token model context with room for its context.
+MAX_CHOICE_BYTES = 100
+
+
+#: Cloze threshold per domain (natural-log likelihood per UTF-8 byte of the gold
+#: continuation): an item is solved when ``ll / n_bytes >= threshold``, i.e. the model
+#: puts at least ``exp(threshold)`` per byte on the answer. Fixed recipe constants, set
+#: once so the zoo's scores neither all vanish nor all saturate.
+CLOZE_THRESHOLDS: dict[str, float] = {
+    "code": -1.0,
+    "prose": -1.5,
+    "arithmetic": -2.0,
+    "recall": -1.5,
+    "records": -1.0,
+}
+
+
+@dataclass
+class ZooItem:
+    """One benchmark item.
+
+    Attributes
+    ----------
+    item_id : str
+    context : str
+        What the model is conditioned on (may be empty: then only BOS).
+    choices : list[str]
+        Continuations scored after ``context`` (one for cloze items).
+    gold : int
+        Index of the correct choice.
+    text : str
+        The question as a person would read it.
+    """
+
+    item_id: str
+    context: str
+    choices: list[str]
+    gold: int
+    text: str
+
+
+@dataclass
+class ZooBenchmark:
+    """A benchmark: metadata + items."""
+
+    name: str
+    family: str
+    format: str
+    metric: str
+    domain: str
+    function: str
+    items: list[ZooItem] = field(default_factory=list)
+    threshold: float | None = None
+
+
+# ------------------------------------------------------------------- text helpers
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+def _sentences(text: str) -> list[str]:
+    flat = " ".join(text.split())
+    return [s for s in re.split(r"(?<=[.!?])\s+", flat) if s]
+
+
+def _tail(text: str, max_chars: int) -> str:
+    """The last ``max_chars`` of ``text``, cut at a line (or word) boundary."""
+    if len(text) <= max_chars:
+        return text
+    cut = text[-max_chars:]
+    nl = cut.find("\n")
+    if 0 <= nl < len(cut) - 1:
+        return cut[nl + 1 :]
+    sp = cut.find(" ")
+    return cut[sp + 1 :] if 0 <= sp < len(cut) - 1 else cut
+
+
+def _mc_text(context: str, choices: Sequence[str], prompt: str) -> str:
+    opts = "\n".join(f"({chr(65 + i)}) {c.strip()}" for i, c in enumerate(choices))
+    return f"{context.rstrip()}\n\n{prompt}\n{opts}"
+
+
+def _shuffle_choices(
+    rng: np.random.Generator, gold: str, distractors: Sequence[str]
+) -> tuple[list[str], int]:
+    choices = [gold, *distractors]
+    perm = rng.permutation(len(choices))
+    out = [choices[i] for i in perm]
+    return out, int(np.flatnonzero(perm == 0)[0])
+
+
+def _perturb_number(rng: np.random.Generator, value: int, n: int) -> list[str]:
+    """``n`` distinct wrong answers close to ``value`` (digit-level mistakes)."""
+    s = str(value)
+    cands: list[int] = []
+    for delta in (1, -1, 10, -10, 2, -2, 100, -100, 9, -9, 11, -11):
+        v = value + delta
+        if v >= 0 and v != value:
+            cands.append(v)
+    if len(s) >= 2 and s[-1] != s[-2]:
+        cands.append(int(s[:-2] + s[-1] + s[-2]))
+    cands = list(dict.fromkeys(c for c in cands if c != value))
+    same_len = [c for c in cands if len(str(c)) == len(s)]
+    pool = same_len if len(same_len) >= n else cands
+    idx = rng.choice(len(pool), size=n, replace=False)
+    return [str(pool[i]) for i in idx]
+
+
+def _plausible_results(rng: np.random.Generator, lhs: str, value: int, n: int) -> list[str]:
+    """``n`` distinct wrong answers: results of the same operation on other operands with
+    as many digits (right format, wrong magnitude / last digit)."""
+    a, op, b = lhs.split()
+
+    def draw(x: str) -> int:
+        lo = 10 ** (len(x) - 1) if len(x) > 1 else 0
+        return int(rng.integers(lo, 10 ** len(x)))
+
+    out: list[str] = []
+    for _ in range(200):
+        x, y = draw(a), draw(b)
+        if op == "-":
+            x, y = max(x, y), min(x, y)
+        v = x + y if op == "+" else (x - y if op == "-" else x * y)
+        if v != value and str(v) not in out:
+            out.append(str(v))
+        if len(out) == n:
+            return out
+    return (out + _perturb_number(rng, value, n))[:n]
+
+
+def _digit_corrupt(rng: np.random.Generator, number: str) -> str:
+    """Change one digit of ``number`` (never the leading digit to 0)."""
+    pos = int(rng.integers(0, len(number)))
+    choices = [
+        d
+        for d in "0123456789"
+        if d != number[pos] and not (pos == 0 and d == "0" and len(number) > 1)
+    ]
+    return number[:pos] + str(rng.choice(choices)) + number[pos + 1 :]
+
+
+# ---------------------------------------------------------------- item recipes
+# Each recipe returns one item (or None when the drawn spot is unusable).
+
+Recipe = Callable[
+    [np.random.Generator, list[str], dict[str, Any]], "tuple[str, list[str], int, str] | None"
+]
+
+
+def _nextline_code(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+    di = int(rng.integers(len(docs)))
+    lines = [ln for ln in docs[di].split("\n") if ln.strip()]
+    ok = [i for i in range(2, len(lines)) if 8 <= len(lines[i].strip()) <= 90]
+    if not ok:
+        return None
+    i = int(rng.choice(ok))
+    gold = lines[i]
+    pool = aux["code_lines"]
+    dis: list[str] = []
+    for _ in range(200):
+        cand = pool[int(rng.integers(len(pool)))]
+        if cand[0] != di and cand[1] != gold and cand[1] not in dis:
+            if 0.5 <= len(cand[1].strip()) / len(gold.strip()) <= 2.0:
+                dis.append(cand[1])
+        if len(dis) == 3:
+            break
+    if len(dis) < 3:
+        return None
+    context = _tail("\n".join(lines[max(0, i - 8) : i]), 240)
+    choices, g = _shuffle_choices(rng, "\n" + gold, ["\n" + d for d in dis])
+    return context, choices, g, _mc_text(context, choices, "Which line comes next?")
+
+
+def _nextline_prose(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+    di = int(rng.integers(len(docs)))
+    sents = _sentences(docs[di])
+    ok = [i for i in range(1, len(sents)) if 20 <= len(sents[i]) <= 200]
+    if not ok:
+        return None
+    i = int(rng.choice(ok))
+    gold = sents[i]
+    pool = aux["prose_sents"]
+    dis: list[str] = []
+    for _ in range(200):
+        cand = pool[int(rng.integers(len(pool)))]
+        if cand[0] != di and cand[1] != gold and cand[1] not in dis:
+            if 0.5 <= len(cand[1]) / len(gold) <= 2.0:
+                dis.append(cand[1])
+        if len(dis) == 3:
+            break
+    if len(dis) < 3:
+        return None
+    context = _tail(" ".join(sents[max(0, i - 3) : i]), 240)
+    choices, g = _shuffle_choices(rng, " " + gold, [" " + d for d in dis])
+    return context, choices, g, _mc_text(context, choices, "Which sentence comes next?")
+
+
+def _word_target(
+    rng: np.random.Generator, docs: list[str], pattern: re.Pattern[str], *, seen_before: bool
+) -> tuple[str, str] | None:
+    """(context, word): a word of a random document, optionally one seen earlier."""
+    di = int(rng.integers(len(docs)))
+    text = docs[di]
+    ms = [m for m in pattern.finditer(text) if m.start() >= 60 and len(m.group()) >= 3]
+    if seen_before:
+        ms = [m for m in ms if re.search(rf"\b{re.escape(m.group())}\b", text[: m.start()])]
+    ms = [m for m in ms if not keyword.iskeyword(m.group())]
+    if not ms:
+        return None
+    m = ms[int(rng.integers(len(ms)))]
+    return _tail(text[: m.start()], 240), m.group()
+
+
+def _vocab_distractors(
+    rng: np.random.Generator, vocab: list[str], gold: str, context: str, n: int = 3
+) -> list[str] | None:
+    out: list[str] = []
+    for _ in range(300):
+        w = vocab[int(rng.integers(len(vocab)))]
+        if w != gold and w not in out and abs(len(w) - len(gold)) <= 2 and w not in context:
+            out.append(w)
+        if len(out) == n:
+            return out
+    return None
+
+
+def _split_ws(context: str, word: str) -> tuple[str, str]:
+    """Move the trailing whitespace of the context in front of the continuation."""
+    stripped = context.rstrip(" ")
+    return stripped, context[len(stripped) :] + word
+
+
+def _word_item(kind: str, pattern: re.Pattern[str], vocab_key: str, mc: bool):
+    def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+        got = _word_target(rng, docs, pattern, seen_before=not mc)
+        if got is None:
+            return None
+        context, word = got
+        context, gold = _split_ws(context, word)
+        if not mc:
+            return context, [gold], 0, f"{context}___"
+        dis = _vocab_distractors(rng, aux[vocab_key], word, context)
+        if dis is None:
+            return None
+        pre = gold[: len(gold) - len(word)]
+        choices, g = _shuffle_choices(rng, gold, [pre + d for d in dis])
+        return (
+            context,
+            choices,
+            g,
+            _mc_text(context + "___", choices, f"Which {kind} fills the blank?"),
+        )
+
+    return recipe
+
+
+def _line_prefix(lines: list[str], j: int) -> str:
+    """The document lines before line ``j`` (at most ~160 characters of them)."""
+    return _tail("\n".join(lines[:j]), 160)
+
+
+def _arith_item(mc: bool):
+    def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+        lines = docs[int(rng.integers(len(docs)))].split("\n")
+        j = int(rng.integers(len(lines)))
+        lhs, ans = lines[j].rsplit(" = ", 1)
+        context = (_line_prefix(lines, j) + "\n" if j else "") + lhs + " ="
+        if not mc:
+            return context, [" " + ans], 0, f"{context} ___"
+        dis = _plausible_results(rng, lhs, int(ans), 3)
+        choices, g = _shuffle_choices(rng, " " + ans, [" " + d for d in dis])
+        return context, choices, g, _mc_text(context + " ___", choices, "What is the result?")
+
+    return recipe
+
+
+def _recall_item(mc: bool):
+    def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+        lines = docs[int(rng.integers(len(docs)))].split("\n")
+        j = int(rng.integers(len(lines)))
+        seq = lines[j].split(" | ")[0].removeprefix("copy: ").split()
+        k = int(rng.integers(len(seq)))
+        context = (_line_prefix(lines, j) + "\n" if j else "") + f"copy: {' '.join(seq)} |"
+        if k:
+            context += " " + " ".join(seq[:k])
+        gold = seq[k]
+        if not mc:
+            return context, [" " + gold], 0, f"{context} ___"
+        # distractors absent from the sequence: a model that copies from its context wins
+        dis: list[str] = []
+        while len(dis) < 3:
+            w = aux["syllables"][int(rng.integers(len(aux["syllables"])))]
+            if w not in seq and w not in dis:
+                dis.append(w)
+        choices, g = _shuffle_choices(rng, " " + gold, [" " + d for d in dis])
+        return context, choices, g, _mc_text(context + " ___", choices, "Which element comes next?")
+
+    return recipe
+
+
+def _records_item(mc: bool):
+    def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+        lines = docs[int(rng.integers(len(docs)))].split("\n")
+        j = int(rng.integers(len(lines)))
+        parts = lines[j].split(" | ")  # name, city, trade, color, born
+        f = 1 + int(rng.integers(len(RECORD_FIELDS)))
+        key, value = parts[f].split(": ", 1)
+        head = " | ".join([*parts[:f], key + ":"])
+        context = (_line_prefix(lines, j) + "\n" if j else "") + head
+        if not mc:
+            return context, [" " + value], 0, f"{context} ___"
+        vals = [v for v in field_values(key) if v != value]
+        dis = [str(x) for x in rng.choice(vals, size=3, replace=False)]
+        choices, g = _shuffle_choices(rng, " " + value, [" " + d for d in dis])
+        return context, choices, g, _mc_text(context + " ___", choices, f"What is the {key}?")
+
+    return recipe
+
+
+def _pair_text(choices: list[str]) -> str:
+    return _mc_text("", choices, "Which line is correct?").strip()
+
+
+def _pair_swap(unit: str):
+    pat = _IDENT if unit == "code" else re.compile(r"[A-Za-z]+")
+
+    def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+        pool = aux["code_lines"] if unit == "code" else aux["prose_sents"]
+        line = pool[int(rng.integers(len(pool)))][1]
+        if unit == "code":
+            line = line.strip()
+        if not 15 <= len(line) <= 160:
+            return None
+        ms = list(pat.finditer(line))
+        pairs = [(a, b) for a, b in itertools.pairwise(ms) if a.group() != b.group()]
+        if len(ms) < 4 or not pairs:
+            return None
+        a, b = pairs[int(rng.integers(len(pairs)))]
+        bad = (
+            line[: a.start()] + b.group() + line[a.end() : b.start()] + a.group() + line[b.end() :]
+        )
+        choices, g = _shuffle_choices(rng, line, [bad])
+        return "", choices, g, _pair_text(choices)
+
+    return recipe
+
+
+def _pair_arith(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+    lines = docs[int(rng.integers(len(docs)))].split("\n")
+    line = lines[int(rng.integers(len(lines)))]
+    lhs, ans = line.rsplit(" = ", 1)
+    bad = f"{lhs} = {_digit_corrupt(rng, ans)}"
+    choices, g = _shuffle_choices(rng, line, [bad])
+    return "", choices, g, _pair_text(choices)
+
+
+def _pair_records(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
+    lines = docs[int(rng.integers(len(docs)))].split("\n")
+    line = lines[int(rng.integers(len(lines)))]
+    parts = line.split(" | ")
+    f = 1 + int(rng.integers(len(RECORD_FIELDS)))
+    key, value = parts[f].split(": ", 1)
+    vals = [v for v in field_values(key) if v != value]
+    same = [v for v in vals if len(v) == len(value)]
+    new = str(rng.choice(same or vals))
+    bad = " | ".join([*parts[:f], f"{key}: {new}", *parts[f + 1 :]])
+    choices, g = _shuffle_choices(rng, line, [bad])
+    return "", choices, g, _pair_text(choices)
+
+
+def _recipe(family: str, domain: str) -> Recipe:
+    mc = family == "pickword"
+    if family == "nextline":
+        return {"code": _nextline_code, "prose": _nextline_prose}[domain]
+    if family in ("pickword", "cloze"):
+        if domain == "code":
+            return _word_item("identifier", _IDENT, "code_vocab", mc)
+        if domain == "prose":
+            return _word_item("word", _WORD, "prose_vocab", mc)
+        return {"arithmetic": _arith_item, "recall": _recall_item, "records": _records_item}[
+            domain
+        ](mc)
+    if family == "pair":
+        if domain in ("code", "prose"):
+            return _pair_swap(domain)
+        return {"arithmetic": _pair_arith, "records": _pair_records}[domain]
+    raise SigmapInputError(f"zoo benchmarks: unknown family {family!r}")
+
+
+def build_zoo_benchmarks(
+    texts: ZooTexts, *, n_items: int = 100, seed: int = 0
+) -> list[ZooBenchmark]:
+    """Build the zoo benchmarks from the held-out (``bench``) split of ``texts``.
+
+    Parameters
+    ----------
+    texts : ZooTexts
+    n_items : int
+        Items per benchmark (distinct contexts/choices; deterministic given ``seed``).
+    seed : int
+
+    Returns
+    -------
+    list[ZooBenchmark]
+        16 benchmarks named ``<family>_<domain>`` (see the module docstring).
+
+    Raises
+    ------
+    SigmapInputError
+        When the held-out text cannot supply ``n_items`` distinct items.
+    """
+    bench = {d: texts.texts("bench", d) for d in texts.docs["bench"]}
+    code_lines = [
+        (di, ln)
+        for di, t in enumerate(bench["code"])
+        for ln in t.split("\n")
+        if len(ln.strip()) >= 8
+    ]
+    prose_sents = [(di, s) for di, t in enumerate(bench["prose"]) for s in _sentences(t)]
+    code_vocab = sorted(
+        {m.group() for t in bench["code"] for m in _IDENT.finditer(t) if len(m.group()) >= 3}
+        - set(keyword.kwlist)
+    )
+    prose_vocab = sorted({m.group() for t in bench["prose"] for m in _WORD.finditer(t)})
+    syllables = sorted({w for t in bench["recall"] for w in t.split() if w not in ("copy:", "|")})
+    aux = {
+        "code_lines": code_lines,
+        "prose_sents": [p for p in prose_sents if 20 <= len(p[1]) <= 200],
+        "code_vocab": code_vocab,
+        "prose_vocab": prose_vocab,
+        "syllables": syllables,
+    }
+    out: list[ZooBenchmark] = []
+    bi = 0
+    for family, spec in FAMILIES.items():
+        for domain in spec["domains"]:
+            name = f"{family}_{domain}"
+            b = ZooBenchmark(
+                name=name,
+                family=family,
+                format=spec["format"],
+                metric=spec["metric"],
+                domain=domain,
+                function=FUNCTION_OF_DOMAIN[domain],
+                threshold=CLOZE_THRESHOLDS[domain] if spec["metric"] == "ll_threshold" else None,
+            )
+            rng = np.random.default_rng([seed, 5, bi])
+            recipe = _recipe(family, domain)
+            seen: set[tuple[str, tuple[str, ...]]] = set()
+            tries = 0
+            while len(b.items) < n_items:
+                tries += 1
+                if tries > 50 * n_items:
+                    raise SigmapInputError(
+                        f"zoo benchmark {name}: only {len(b.items)} distinct items from the "
+                        f"held-out {domain} text after {tries} draws ({n_items} requested)"
+                    )
+                got = recipe(rng, bench[domain], aux)
+                if got is None:
+                    continue
+                context, choices, gold, text = got
+                key = (context, tuple(choices))
+                if key in seen or len(set(choices)) != len(choices):
+                    continue
+                if max(len(c.encode("utf-8")) for c in choices) > MAX_CHOICE_BYTES:
+                    continue  # keeps every continuation well inside a 128-token context
+                seen.add(key)
+                b.items.append(
+                    ZooItem(f"{name}-{len(b.items):04d}", context, list(choices), int(gold), text)
+                )
+            out.append(b)
+            bi += 1
+    return out
+
+
+# ------------------------------------------------------------------ scoring
+
+
+def _encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[int], list[int]]:
+    """lm-evaluation-harness's split: encode ``context + continuation`` and take the
+    tokens after the context's own encoding as the continuation (trailing context
+    whitespace moved to the continuation first). BOS (else EOS) is prepended to the context."""
+    n_sp = len(context) - len(context.rstrip(" "))
+    if n_sp:
+        continuation = context[-n_sp:] + continuation
+        context = context[:-n_sp]
+    bos = tokenizer.bos_token_id if tokenizer.bos_token_id is not None else tokenizer.eos_token_id
+    prefix = [] if bos is None else [int(bos)]
+    if not context:
+        cont = tokenizer(continuation, add_special_tokens=False)["input_ids"]
+        return prefix, [int(t) for t in cont]
+    whole = tokenizer(context + continuation, add_special_tokens=False)["input_ids"]
+    ctx = tokenizer(context, add_special_tokens=False)["input_ids"]
+    cont = whole[len(ctx) :]
+    if whole[: len(ctx)] != ctx or not cont:
+        cont = tokenizer(continuation, add_special_tokens=False)["input_ids"]
+    return prefix + [int(t) for t in ctx], [int(t) for t in cont]
+
+
+def loglikelihoods(
+    model: Any,
+    tokenizer: Any,
+    requests: Sequence[tuple[str, str]],
+    *,
+    batch_size: int = 64,
+    max_length: int | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Loglikelihood of each continuation given its context (lm-eval ``loglikelihood``).
+
+    Requests with the same context share one forward pass over it: contexts are run in
+    left-padded batches with the key/value cache kept, the cache is gathered once per
+    continuation, and the continuations are run on top of it (right-padded).
+
+    Parameters
+    ----------
+    model, tokenizer
+        A causal LM and its tokenizer (BOS, else EOS, is prepended to every context).
+    requests : sequence of (context, continuation)
+    batch_size : int
+        About how many continuations per forward pass.
+    max_length : int, optional
+        Longest sequence fed to the model (default: the model's context). Longer
+        contexts lose tokens from the left so that the longest continuation of the
+        same context fits; continuations are always kept whole.
+
+    Returns
+    -------
+    ll : np.ndarray, shape (n_requests,), float64
+        Sum of the continuation tokens' log-probabilities (natural log).
+    greedy : np.ndarray, shape (n_requests,), bool
+        Whether every continuation token is the argmax of its prediction.
+
+    Raises
+    ------
+    SigmapInputError
+        When a continuation is empty or does not fit in ``max_length``.
+    """
+    import torch
+
+    if max_length is None:
+        cfg = model.config
+        max_length = int(
+            getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)
+        )
+    encoded = [_encode_pair(tokenizer, c, x) for c, x in requests]
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for ri, (ctx, cnt) in enumerate(encoded):
+        if not cnt:
+            raise SigmapInputError(f"loglikelihoods: request {ri} has an empty continuation")
+        if len(cnt) >= max_length:
+            raise SigmapInputError(
+                f"loglikelihoods: request {ri}'s continuation has {len(cnt)} tokens; it must be "
+                f"shorter than max_length={max_length}"
+            )
+        if not ctx:
+            raise SigmapInputError(
+                f"loglikelihoods: request {ri} has an empty context and the tokenizer has no "
+                "BOS/EOS token to start from"
+            )
+        groups.setdefault(tuple(ctx), []).append(ri)
+    glist: list[tuple[list[int], list[int]]] = []
+    for key, members in groups.items():
+        longest = max(len(encoded[i][1]) for i in members)
+        glist.append((list(key)[-(max_length - longest) :], members))
+    glist.sort(key=lambda g: -len(g[0]))
+    ll = np.zeros(len(requests), dtype=np.float64)
+    greedy = np.zeros(len(requests), dtype=bool)
+    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    device = next(model.parameters()).device
+    batches: list[list[tuple[list[int], list[int]]]] = [[]]
+    rows = 0
+    for g in glist:
+        if batches[-1] and rows + len(g[1]) > batch_size:
+            batches.append([])
+            rows = 0
+        batches[-1].append(g)
+        rows += len(g[1])
+    with torch.inference_mode():
+        for batch in batches:
+            n_g = len(batch)
+            lc = max(len(g[0]) for g in batch)
+            ids = torch.full((n_g, lc), pad, dtype=torch.long)
+            mask = torch.zeros((n_g, lc), dtype=torch.long)
+            for r, (ctx, _) in enumerate(batch):
+                ids[r, lc - len(ctx) :] = torch.tensor(ctx)
+                mask[r, lc - len(ctx) :] = 1
+            pos = (mask.cumsum(-1) - 1).clamp(min=0)
+            out = model(
+                input_ids=ids.to(device),
+                attention_mask=mask.to(device),
+                position_ids=pos.to(device),
+                use_cache=True,
+            )
+            first = torch.log_softmax(out.logits[:, -1].float(), dim=-1).cpu()
+            cache = out.cache
+            members = [(gi, ri) for gi, (_, mem) in enumerate(batch) for ri in mem]
+            gidx = torch.tensor([gi for gi, _ in members])
+            lt = max(len(encoded[ri][1]) for _, ri in members)
+            cids = torch.full((len(members), lt), pad, dtype=torch.long)
+            cmask = torch.zeros((len(members), lt), dtype=torch.long)
+            for r, (_, ri) in enumerate(members):
+                cnt = encoded[ri][1]
+                cids[r, : len(cnt)] = torch.tensor(cnt)
+                cmask[r, : len(cnt)] = 1
+            cache.batch_select_indices(gidx.to(device))
+            ctx_len = mask.sum(-1)[gidx]
+            out2 = model(
+                input_ids=cids.to(device),
+                attention_mask=torch.cat([mask[gidx], cmask], dim=1).to(device),
+                position_ids=(ctx_len[:, None] + torch.arange(lt)[None, :])
+                .clamp(max=max_length - 1)
+                .to(device),
+                cache=cache,
+                use_cache=True,
+            )
+            rest = torch.log_softmax(out2.logits.float(), dim=-1).cpu()
+            for r, (gi, ri) in enumerate(members):
+                cnt = torch.tensor(encoded[ri][1])
+                n = len(cnt)
+                lp = torch.cat([first[gi][None, :], rest[r, : n - 1]], dim=0)  # (n, V)
+                ll[ri] = float(lp.gather(1, cnt[:, None]).sum())
+                greedy[ri] = bool((lp.argmax(-1) == cnt).all())
+    return ll, greedy
+
+
+def score_benchmarks(
+    model: Any,
+    tokenizer: Any,
+    benchmarks: Sequence[ZooBenchmark],
+    *,
+    batch_size: int = 64,
+) -> dict[str, np.ndarray]:
+    """Item-level 0/1 responses of one model on every benchmark.
+
+    All requests of all benchmarks go through :func:`loglikelihoods` in one batched
+    pass. Returns ``{benchmark name: int8 array (n_items,)}`` following each
+    benchmark's metric (``acc``, ``acc_norm``, ``greedy`` or ``ll_threshold``).
+    """
+    requests: list[tuple[str, str]] = []
+    where: list[tuple[int, int, int]] = []  # (bench, item, start)
+    for bi, b in enumerate(benchmarks):
+        for ii, it in enumerate(b.items):
+            where.append((bi, ii, len(requests)))
+            requests.extend((it.context, c) for c in it.choices)
+    ll, greedy = loglikelihoods(model, tokenizer, requests, batch_size=batch_size)
+    out = {b.name: np.zeros(len(b.items), dtype=np.int8) for b in benchmarks}
+    for bi, ii, start in where:
+        b = benchmarks[bi]
+        it = b.items[ii]
+        sl = slice(start, start + len(it.choices))
+        if b.metric == "greedy":
+            ok = bool(greedy[start])
+        elif b.metric == "ll_threshold":
+            if b.threshold is None:
+                raise SigmapInputError(f"benchmark {b.name}: metric ll_threshold needs a threshold")
+            gold = it.choices[it.gold]
+            ok = ll[start + it.gold] / max(1, len(gold.encode("utf-8"))) >= b.threshold
+        elif b.metric == "acc_norm":
+            nbytes = np.array([max(1, len(c.encode("utf-8"))) for c in it.choices], dtype=float)
+            ok = int(np.argmax(ll[sl] / nbytes)) == it.gold
+        else:
+            ok = int(np.argmax(ll[sl])) == it.gold
+        out[b.name][ii] = int(ok)
+    return out

@@ -1,0 +1,549 @@
+"""The zoo's models: specifications, tokenizers and (cached) training of tiny real transformers."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.worlds.zoo._text import DOMAINS, ZooTexts, build_zoo_texts
+
+#: Bump to invalidate every cached model / evaluation (recipe changes).
+ZOO_VERSION = 1
+
+#: Progress callback: ``progress(stage, done, total, message)``.
+Progress = Callable[[str, int, int, str], None]
+
+#: Training-token shares per domain (code, prose, arithmetic, recall, records).
+MIXTURES: dict[str, dict[str, float]] = {
+    "code": {"code": 0.6, "prose": 0.1, "arithmetic": 0.1, "recall": 0.1, "records": 0.1},
+    "prose": {"code": 0.1, "prose": 0.6, "arithmetic": 0.1, "recall": 0.1, "records": 0.1},
+    "arith": {"code": 0.1, "prose": 0.1, "arithmetic": 0.6, "recall": 0.1, "records": 0.1},
+    "recall": {"code": 0.1, "prose": 0.1, "arithmetic": 0.1, "recall": 0.6, "records": 0.1},
+    "records": {"code": 0.1, "prose": 0.1, "arithmetic": 0.1, "recall": 0.1, "records": 0.6},
+    "balanced": dict.fromkeys(DOMAINS, 0.2),
+    "natural": {"code": 0.5, "prose": 0.5, "arithmetic": 0.0, "recall": 0.0, "records": 0.0},
+    "synthetic": {
+        "code": 0.0,
+        "prose": 0.0,
+        "arithmetic": 1 / 3,
+        "recall": 1 / 3,
+        "records": 1 / 3,
+    },
+}
+
+#: Sizes per architecture: (d_model, n_layer, n_head).
+SIZES: dict[str, tuple[int, int, int]] = {"s": (64, 2, 2), "m": (96, 3, 4), "l": (144, 4, 4)}
+
+#: Tokenizer of each architecture: (style, vocab size).
+TOKENIZERS: dict[str, tuple[str, int]] = {"gpt2": ("byte_level", 512), "llama": ("metaspace", 1024)}
+
+
+@dataclass(frozen=True)
+class ZooModelSpec:
+    """Recipe of one zoo model.
+
+    Attributes
+    ----------
+    name : str
+        ``<arch>-<mixture>-<size>``; the model id is ``zoo/<name>``.
+    arch : str
+        ``gpt2`` or ``llama``.
+    mixture : str
+        Key of :data:`MIXTURES`.
+    size : str
+        Key of :data:`SIZES`.
+    steps : int
+        Optimiser steps (``batch_size * seq_len`` tokens each).
+    """
+
+    name: str
+    arch: str
+    mixture: str
+    size: str
+    steps: int
+    batch_size: int = 8
+    seq_len: int = 128
+    lr: float = 3e-3
+    seed: int = 0
+
+    @property
+    def model_id(self) -> str:
+        """Raw model id used in ``models.yaml`` and ``scores.csv``."""
+        return f"zoo/{self.name}"
+
+
+def _spec(arch: str, mixture: str, size: str, steps: int, seed: int) -> ZooModelSpec:
+    return ZooModelSpec(f"{arch}-{mixture}-{size}", arch, mixture, size, steps, seed=seed)
+
+
+#: The full zoo: (arch, mixture, size, steps).
+ZOO_MODELS: tuple[tuple[str, str, str, int], ...] = (
+    ("gpt2", "code", "s", 600),
+    ("gpt2", "prose", "s", 600),
+    ("gpt2", "arith", "s", 600),
+    ("gpt2", "recall", "s", 500),
+    ("gpt2", "records", "m", 400),
+    ("gpt2", "balanced", "m", 350),
+    ("gpt2", "natural", "l", 250),
+    ("gpt2", "balanced", "l", 250),
+    ("llama", "code", "m", 400),
+    ("llama", "prose", "m", 400),
+    ("llama", "arith", "m", 350),
+    ("llama", "recall", "m", 350),
+    ("llama", "records", "s", 600),
+    ("llama", "synthetic", "s", 600),
+    ("llama", "balanced", "s", 250),
+    ("llama", "balanced", "l", 250),
+)
+
+#: The quick zoo (tests): six small models, few steps.
+QUICK_MODELS: tuple[tuple[str, str, str, int], ...] = (
+    ("gpt2", "code", "s", 40),
+    ("gpt2", "arith", "s", 40),
+    ("gpt2", "balanced", "s", 20),
+    ("llama", "prose", "s", 40),
+    ("llama", "recall", "s", 40),
+    ("llama", "balanced", "s", 20),
+)
+
+
+def model_specs(n_models: int = 16, *, quick: bool = False, seed: int = 0) -> list[ZooModelSpec]:
+    """The zoo roster: the first ``n_models`` of :data:`ZOO_MODELS` (or the quick zoo).
+
+    Models alternate architectures when ``n_models`` is smaller than the roster, so a
+    small zoo still has both. ``n_models`` above the roster length is an error.
+    """
+    roster = QUICK_MODELS if quick else ZOO_MODELS
+    if not 2 <= n_models <= len(roster):
+        raise SigmapInputError(
+            f"zoo world: n_models={n_models} must be between 2 and {len(roster)} "
+            f"({'quick' if quick else 'full'} roster)"
+        )
+    gpt = [r for r in roster if r[0] == "gpt2"]
+    lla = [r for r in roster if r[0] == "llama"]
+    picked: list[tuple[str, str, str, int]] = []
+    for i in range(max(len(gpt), len(lla))):
+        picked.extend(x[i] for x in (gpt, lla) if i < len(x))
+    return [_spec(*r, seed=seed) for r in picked[:n_models]]
+
+
+# ------------------------------------------------------------------- utilities
+
+
+def no_progress(stage: str, done: int, total: int, message: str) -> None:
+    return None
+
+
+def _atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _atomic_write_parquet(df: Any, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        df.write_parquet(tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def sha_of(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def default_workers() -> int:
+    """Parallel worker processes for training / scoring: one per core, at most 4.
+
+    Each worker runs torch with ``cpu_count // workers`` threads (1 on a 2-core laptop):
+    several single-threaded processes keep the cores busy without the thread-pool
+    spin-waits that make multi-threaded torch crawl on a loaded machine (measured
+    here: 2 threads at load 12 trained 20x slower than 1).
+    """
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def run_jobs(
+    fn: Callable[..., Any],
+    jobs: Sequence[tuple[Any, tuple[Any, ...]]],
+    workers: int,
+    on_done: Callable[[Any, Any], None],
+) -> None:
+    """Run ``fn(*args)`` for every ``(tag, args)``; ``on_done(tag, result)`` as each ends.
+
+    In this process when ``workers == 1`` (or one job), else in a spawn-context process
+    pool (a script calling this at import time needs an ``if __name__ == "__main__"``
+    guard, as always with spawn).
+    """
+    if workers <= 1 or len(jobs) <= 1:
+        for tag, args in jobs:
+            on_done(tag, fn(*args))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
+        futs = {ex.submit(fn, *args): tag for tag, args in jobs}
+        for fut in as_completed(futs):
+            on_done(futs[fut], fut.result())
+
+
+# ---------------------------------------------------------------------- stages
+
+
+def build_texts(*, seed: int = 0, quick: bool = False) -> ZooTexts:
+    """Stage 1: the zoo text, split by document (see :mod:`.zoo_text`).
+
+    The full world's corpus holds 1,750 documents (code 500, prose 500, arithmetic 300,
+    recall 250, records 200; ~170k units, ~690k characters); ``quick`` a tenth-size one.
+    """
+    if quick:
+        return build_zoo_texts(
+            seed=seed,
+            n_corpus={"code": 60, "prose": 60, "arithmetic": 30, "recall": 25, "records": 25},
+            n_bench=dict.fromkeys(DOMAINS, 40),
+            train_chars=100_000,
+        )
+    return build_zoo_texts(
+        seed=seed,
+        n_corpus={"code": 500, "prose": 500, "arithmetic": 300, "recall": 250, "records": 200},
+        n_bench=dict.fromkeys(DOMAINS, 250),
+        train_chars=1_500_000,
+    )
+
+
+def train_tokenizers(
+    texts: ZooTexts, out_dir: str | Path, *, chars_per_domain: int = 300_000
+) -> dict[str, Path]:
+    """Stage 2: train (or reuse) one tokenizer per architecture, saved under ``out_dir``.
+
+    Trained on the first ``chars_per_domain`` characters of each domain's training text.
+    A tokenizer folder is reused when its recorded spec hash matches.
+
+    Returns
+    -------
+    dict[str, Path]
+        ``{"gpt2": <dir>, "llama": <dir>}``.
+    """
+    from sigmap_lib.worlds._tiny import train_bpe_tokenizer
+
+    sample: list[str] = []
+    for d in DOMAINS:
+        size = 0
+        for t in texts.texts("train", d):
+            if size >= chars_per_domain:
+                break
+            sample.append(t)
+            size += len(t)
+    key = sha_of([ZOO_VERSION, sorted(TOKENIZERS.items()), sha_of(sample)])
+    out: dict[str, Path] = {}
+    Path(out_dir).mkdir(parents=True, exist_ok=True)
+    for arch, (style, vocab) in TOKENIZERS.items():
+        folder = Path(out_dir) / f"{arch}-{style}-{vocab}"
+        meta = _read_json(folder / "zoo_spec.json")
+        if meta is None or meta.get("key") != key or not (folder / "tokenizer.json").exists():
+            tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=Path(out_dir)))
+            try:
+                train_bpe_tokenizer(sample, tmp, vocab_size=vocab, min_frequency=2, style=style)  # type: ignore[arg-type]
+                (tmp / "zoo_spec.json").write_text(json.dumps({"key": key}), encoding="utf-8")
+                if folder.exists():
+                    shutil.rmtree(folder)
+                tmp.rename(folder)
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+        out[arch] = folder
+    return out
+
+
+def _training_texts(
+    texts: ZooTexts, spec: ZooModelSpec, *, chars_per_token: float = 2.6
+) -> tuple[list[str], dict[str, int]]:
+    """Documents drawn per the spec's mixture: enough characters for every step.
+
+    Each domain gets ``share * steps * batch * seq_len * chars_per_token * 1.25``
+    characters (documents cycled in a seeded order when the domain runs short), so the
+    share of training tokens per domain follows the mixture.
+    """
+    mixture = MIXTURES[spec.mixture]
+    need = spec.steps * spec.batch_size * spec.seq_len * chars_per_token * 1.25
+    rng = np.random.default_rng([spec.seed, 7, int(sha_of(spec.name)[:8], 16)])
+    chosen: list[str] = []
+    chars: dict[str, int] = {}
+    for d in DOMAINS:
+        want = mixture[d] * need
+        pool = texts.texts("train", d)
+        got = 0
+        if want <= 0 or not pool:
+            chars[d] = 0
+            continue
+        order = rng.permutation(len(pool))
+        k = 0
+        while got < want:
+            t = pool[int(order[k % len(pool)])]
+            chosen.append(t)
+            got += len(t)
+            k += 1
+        chars[d] = got
+    perm = rng.permutation(len(chosen))
+    return [chosen[i] for i in perm], chars
+
+
+def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
+    """Training steps at which a model's intermediate checkpoints are taken.
+
+    ``n_checkpoints`` evenly spaced points strictly inside the run: after
+    ``round(steps * k / (n_checkpoints + 1))`` steps, ``k = 1..n_checkpoints`` (3 -> 25 %,
+    50 %, 75 %); duplicates and the end points 0 and ``steps`` are dropped.
+    """
+    if n_checkpoints < 0:
+        raise SigmapInputError(f"zoo world: n_checkpoints={n_checkpoints} must be >= 0")
+    got = {round(steps * k / (n_checkpoints + 1)) for k in range(1, n_checkpoints + 1)}
+    return sorted(s for s in got if 0 < s < steps)
+
+
+def _train_one(
+    spec_dict: dict[str, Any],
+    tok_dir: str,
+    train: list[str],
+    out_dir: str,
+    key: str,
+    threads: int,
+    ckpt_steps: Sequence[int] = (),
+) -> dict[str, Any]:
+    """Build, train and save one model (runs in this or a worker process).
+
+    The weights after each of ``ckpt_steps`` optimiser steps are copied during training
+    (a forward pre-hook on the model sees step ``s``'s batch before update ``s + 1``, so
+    the training run itself is untouched) and saved as full model folders under
+    ``<out_dir>/checkpoints/step<s>``.
+    """
+    from transformers import AutoTokenizer
+
+    from sigmap_lib.worlds._tiny import build_causal_lm, save_model, train_causal_lm
+
+    spec = ZooModelSpec(**spec_dict)
+    tok = AutoTokenizer.from_pretrained(tok_dir)
+    d_model, n_layer, n_head = SIZES[spec.size]
+    model = build_causal_lm(
+        spec.arch,  # type: ignore[arg-type]
+        len(tok),
+        d_model=d_model,
+        n_layer=n_layer,
+        n_head=n_head,
+        n_ctx=spec.seq_len,
+        seed=spec.seed + 1000 * int(sha_of(spec.name)[:4], 16),
+    )
+    want = set(ckpt_steps)
+    calls = [0]
+    snaps: dict[int, dict[str, Any]] = {}
+
+    def _snapshot(module: Any, args: Any) -> None:
+        if module.training:
+            if calls[0] in want:
+                snaps[calls[0]] = {k: v.detach().clone() for k, v in module.state_dict().items()}
+            calls[0] += 1
+
+    hook = model.register_forward_pre_hook(_snapshot)
+    try:
+        stats = train_causal_lm(
+            model,
+            tok,
+            train,
+            steps=spec.steps,
+            batch_size=spec.batch_size,
+            seq_len=spec.seq_len,
+            lr=spec.lr,
+            seed=spec.seed,
+            threads=max(1, threads),
+        )
+    finally:
+        hook.remove()
+    if calls[0] != spec.steps or set(snaps) != want:
+        raise RuntimeError(
+            f"zoo model {spec.name}: saw {calls[0]} training steps and checkpoints "
+            f"{sorted(snaps)}, expected {spec.steps} and {sorted(want)}"
+        )
+    n_params = int(sum(p.numel() for p in model.parameters()))
+    out = save_model(model, tok, out_dir)
+    for step in sorted(snaps):  # the final model is saved; reuse its module for the rest
+        model.load_state_dict(snaps.pop(step))
+        save_model(model, tok, out / "checkpoints" / f"step{step}")
+    meta = {
+        "key": key,
+        "spec": spec_dict,
+        "n_params": n_params,
+        "train": stats,
+        "checkpoints": sorted(want),
+    }
+    _atomic_write_text(out / "zoo_spec.json", json.dumps(meta, indent=1))
+    return meta
+
+
+def train_zoo_models(
+    texts: ZooTexts,
+    tokenizers: dict[str, Path],
+    specs: Sequence[ZooModelSpec],
+    out_dir: str | Path,
+    *,
+    workers: int | None = None,
+    threads: int | None = None,
+    progress: Progress | None = None,
+    n_checkpoints: int = 0,
+) -> dict[str, dict[str, Any]]:
+    """Stage 3: train (or reuse) every zoo model; each saved under ``out_dir/<name>``.
+
+    A model is reused when ``<name>/zoo_spec.json`` records the same key: a hash of the
+    spec, the tokenizer files, the training text and :data:`ZOO_VERSION`, and holds the
+    wanted checkpoints (else it is retrained: training is deterministic, so the final
+    weights are the same).
+
+    Parameters
+    ----------
+    workers : int, optional
+        Models trained at once (separate processes when > 1; default
+        :func:`default_workers`).
+    threads : int, optional
+        Torch threads per worker (default: CPU count // workers).
+
+    n_checkpoints : int
+        Intermediate checkpoints saved per model (:func:`checkpoint_steps`), each in
+        ``<name>/checkpoints/step<s>``.
+
+    Returns
+    -------
+    dict[str, dict]
+        Per model name: ``key``, ``spec``, ``n_params``, ``train`` (loss, tokens/s,
+        seconds), ``mixture_chars``, ``reused`` (bool), ``path``, ``checkpoints``
+        (``{step: {"key", "path"}}``).
+    """
+    progress = progress or no_progress
+    out_root = Path(out_dir)
+    out_root.mkdir(parents=True, exist_ok=True)
+    cpu = os.cpu_count() or 1
+    workers = max(1, workers or default_workers())
+    threads = threads or max(1, cpu // workers)
+    text_fp = texts.fingerprint(("train",))
+    tok_fp = {
+        a: hashlib.sha256((p / "tokenizer.json").read_bytes()).hexdigest()
+        for a, p in tokenizers.items()
+    }
+    results: dict[str, dict[str, Any]] = {}
+    todo: list[tuple[ZooModelSpec, list[str], dict[str, int], str]] = []
+    for spec in specs:
+        if spec.mixture not in MIXTURES or spec.size not in SIZES or spec.arch not in TOKENIZERS:
+            raise SigmapInputError(f"zoo model {spec.name}: unknown arch/mixture/size in {spec}")
+        key = sha_of([ZOO_VERSION, dataclasses.asdict(spec), tok_fp[spec.arch], text_fp])
+        folder = out_root / spec.name
+        meta = _read_json(folder / "zoo_spec.json")
+        train, chars = _training_texts(texts, spec)
+        steps = checkpoint_steps(spec.steps, n_checkpoints)
+        if (
+            meta is not None
+            and meta.get("key") == key
+            and any(folder.glob("*.safetensors"))
+            and set(steps) <= set(meta.get("checkpoints", []))
+            and all(any((folder / "checkpoints" / f"step{s}").glob("*.safetensors")) for s in steps)
+        ):
+            results[spec.name] = {
+                **meta,
+                "mixture_chars": chars,
+                "reused": True,
+                "path": str(folder),
+                "checkpoints": _checkpoint_entries(key, folder, steps),
+            }
+            continue
+        todo.append((spec, train, chars, key, steps))
+    done = len(results)
+    progress("train_models", done, len(specs), f"{done} cached, {len(todo)} to train")
+
+    def _finish(spec: ZooModelSpec, chars: dict[str, int], meta: dict[str, Any]) -> None:
+        nonlocal done
+        results[spec.name] = {
+            **meta,
+            "mixture_chars": chars,
+            "reused": False,
+            "path": str(out_root / spec.name),
+            "checkpoints": _checkpoint_entries(
+                meta["key"], out_root / spec.name, meta["checkpoints"]
+            ),
+        }
+        done += 1
+        st = meta["train"]
+        progress(
+            "train_models",
+            done,
+            len(specs),
+            f"{spec.name}: {meta['n_params']:,} params, {st['seconds']:.0f} s, "
+            f"loss {st['initial_loss']:.2f} -> {st['final_loss']:.2f}",
+        )
+
+    # longest jobs first, so parallel workers finish together
+    todo.sort(key=lambda t: -t[0].steps * SIZES[t[0].size][0] ** 2 * SIZES[t[0].size][1])
+    if todo:
+        progress("train_models", done, len(specs), "training " + ", ".join(t[0].name for t in todo))
+    run_jobs(
+        _train_one,
+        [
+            (
+                (spec, chars),
+                (
+                    dataclasses.asdict(spec),
+                    str(tokenizers[spec.arch]),
+                    train,
+                    str(out_root / spec.name),
+                    key,
+                    threads,
+                    steps,
+                ),
+            )
+            for spec, train, chars, key, steps in todo
+        ],
+        workers,
+        lambda tag, meta: _finish(tag[0], tag[1], meta),
+    )
+    return {s.name: results[s.name] for s in specs}
+
+
+def _checkpoint_entries(key: str, folder: Path, steps: Sequence[int]) -> dict[int, dict[str, str]]:
+    """``{step: {"key", "path"}}`` of a model's checkpoints (key: model key + step)."""
+    return {
+        int(s): {
+            "key": sha_of([key, "checkpoint", int(s)]),
+            "path": str(folder / "checkpoints" / f"step{s}"),
+        }
+        for s in steps
+    }
+
+
+def checkpoint_id(spec: ZooModelSpec, step: int) -> str:
+    """Respondent id of a checkpoint: ``zoo/<name>@step<step>``."""
+    return f"{spec.model_id}@step{step}"

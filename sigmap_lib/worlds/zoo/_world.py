@@ -1,0 +1,582 @@
+"""The zoo world: the demo's default — tiny real transformers trained locally on real
+text, real loglikelihood benchmarks, truth known by construction.
+
+``build_zoo_world(out_dir)`` runs the four stages below and writes a world folder in
+the format of ``docs/FORMATS.md``; each stage is also public so a pipeline can cache and
+report them separately:
+
+1. :func:`build_texts` — the corpus and training text (:mod:`.zoo_text`): Python
+   standard-library code, its docstrings and the installed packages' READMEs, plus
+   generated arithmetic, sequence-copying and key-value-record text. Split by document
+   into ``train`` / ``corpus`` / ``bench`` (held-out).
+2. :func:`train_tokenizers` — two BPE tokenizers trained on the training text: a
+   byte-level one (vocab 512) for the GPT-2 models and a SentencePiece-style
+   ("metaspace", byte fallback, vocab 1024) one for the Llama models, so the corpus
+   units really are aligned across tokenizers.
+3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 16 tiny causal LMs (GPT-2 and Llama
+   configs, ~0.15-2M parameters) with different domain mixtures and training lengths, so
+   abilities vary along several axes. Cached per model by a spec hash. Each model also
+   saves intermediate checkpoints (default 4: after 20/40/60/80 % of its steps).
+4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :mod:`.zoo_bench`, scored by
+   loglikelihood, item by item (cached per model), for the final models and their
+   checkpoints. The checkpoints are extra real respondents for item-level methods
+   (metabench's IRT needs >= 55 respondents): their rows follow the final models' in
+   ``responses/<b>.parquet`` (``zoo/<name>@step<s>``) and ``truth.json`` lists them;
+   they are not registry models (not in ``models.yaml`` / ``scores.csv``).
+   ``settings.yaml`` holds metabench settings suited to this small world
+   (:func:`metabench_settings`).
+
+Everything is deterministic given the seed and the machine's Python installation; model
+training is deterministic on a given machine and thread count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.worlds.zoo._bench import ZooBenchmark, build_zoo_benchmarks, score_benchmarks
+from sigmap_lib.worlds.zoo._models import (
+    MIXTURES,
+    QUICK_MODELS,
+    SIZES,
+    TOKENIZERS,
+    ZOO_VERSION,
+    Progress,
+    ZooModelSpec,
+    _atomic_write_parquet,
+    _atomic_write_text,
+    build_texts,
+    checkpoint_id,
+    default_workers,
+    model_specs,
+    no_progress,
+    run_jobs,
+    sha_of,
+    train_tokenizers,
+    train_zoo_models,
+)
+from sigmap_lib.worlds.zoo._text import DOMAINS, ZooTexts
+
+
+@dataclass
+class ZooWorld:
+    """A built zoo world (what :func:`build_zoo_world` returns).
+
+    Attributes
+    ----------
+    root : Path
+        The world folder.
+    models : list[dict]
+        The ``models.yaml`` entries (``id``, ``path`` (absolute), ``family``, ``n_params``,
+        ``dtype``) plus ``mixture``, ``steps``, ``size``, ``tokenizer``.
+    benchmarks : list[str]
+        Benchmark names, catalog order.
+    scores : np.ndarray, shape (n_models, n_benchmarks)
+        Mean item responses, in [0, 1].
+    responses : dict[str, np.ndarray]
+        Benchmark -> int8 ``(n_models, n_items)``.
+    timings : dict[str, float]
+        Seconds per stage.
+    trained, reused : list[str]
+        Model names trained now / taken from the cache.
+    checkpoints : list[dict]
+        Intermediate checkpoints (extra respondents): ``id``
+        (``zoo/<name>@step<s>``), ``model``, ``name``, ``step``, ``steps``,
+        ``tokens_seen``, ``path``.
+    checkpoint_responses : dict[str, np.ndarray]
+        Benchmark -> int8 ``(n_checkpoints, n_items)``, rows in ``checkpoints`` order.
+    settings : dict
+        The recommended pipeline settings written to ``settings.yaml``.
+    """
+
+    root: Path
+    models: list[dict[str, Any]]
+    benchmarks: list[str]
+    scores: np.ndarray
+    responses: dict[str, np.ndarray]
+    timings: dict[str, float] = field(default_factory=dict)
+    trained: list[str] = field(default_factory=list)
+    reused: list[str] = field(default_factory=list)
+    checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    checkpoint_responses: dict[str, np.ndarray] = field(default_factory=dict)
+    settings: dict[str, Any] = field(default_factory=dict)
+
+
+def _cached_eval(
+    folder: str, benchmarks: Sequence[ZooBenchmark], key: str
+) -> dict[str, np.ndarray] | None:
+    """The cached responses of a model folder when their key matches, else None."""
+    cache = Path(folder) / "zoo_eval.npz"
+    if not cache.exists():
+        return None
+    try:
+        with np.load(cache) as z:
+            if str(z["key"]) == key and all(b.name in z for b in benchmarks):
+                return {b.name: z[b.name].astype(np.int8) for b in benchmarks}
+    except (OSError, ValueError, KeyError):
+        return None
+    return None
+
+
+def _evaluate_one(
+    folder: str, benchmarks: Sequence[ZooBenchmark], key: str, threads: int, batch_size: int
+) -> dict[str, np.ndarray]:
+    """Score one saved model on every benchmark; cached in ``<folder>/zoo_eval.npz``."""
+    import torch
+
+    from sigmap_lib.nll._perplexity import load_model
+
+    cached = _cached_eval(folder, benchmarks, key)
+    if cached is not None:
+        return cached
+    cache = Path(folder) / "zoo_eval.npz"
+    old = torch.get_num_threads()
+    torch.set_num_threads(max(1, threads))
+    try:
+        model, tok = load_model(folder, device="cpu", dtype="float32")
+        got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size)
+    finally:
+        torch.set_num_threads(old)
+    fd, tmp = tempfile.mkstemp(prefix=".zoo_eval.", suffix=".npz", dir=folder)
+    os.close(fd)
+    np.savez(tmp, key=np.array(key), **got)
+    os.replace(tmp, cache)
+    return got
+
+
+def evaluate_zoo_benchmarks(
+    benchmarks: Sequence[ZooBenchmark],
+    models: dict[str, dict[str, Any]],
+    *,
+    workers: int | None = None,
+    threads: int | None = None,
+    batch_size: int = 64,
+    progress: Progress | None = None,
+) -> dict[str, np.ndarray]:
+    """Stage 4: item-level responses of every model on every benchmark.
+
+    ``models`` maps a respondent name to a dict with at least ``key`` and ``path`` (a
+    saved model folder): the entries of :func:`train_zoo_models` and, when wanted, their
+    checkpoints (see :func:`build_zoo_world`). Each model is loaded from its saved folder (``sigmap_lib.nll.load_model``,
+    CPU, float32) and scored with :func:`.zoo_bench.score_benchmarks`. Results are cached
+    in the model folder (``zoo_eval.npz``) under a key of the model key and the items.
+
+    Parameters
+    ----------
+    workers, threads : int, optional
+        Parallel processes and torch threads each (defaults as in
+        :func:`train_zoo_models`).
+
+    Returns
+    -------
+    dict[str, np.ndarray]
+        Benchmark name -> int8 ``(n_models, n_items)``, models in ``models`` order.
+    """
+    progress = progress or no_progress
+    cpu = os.cpu_count() or 1
+    workers = max(1, workers or default_workers())
+    threads = threads or max(1, cpu // workers)
+    items_key = sha_of(
+        [
+            ZOO_VERSION,
+            [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks],
+        ]
+    )
+    got: dict[str, dict[str, np.ndarray]] = {}
+    jobs = []
+    for name, meta in models.items():
+        key = sha_of([meta["key"], items_key])
+        cached = _cached_eval(meta["path"], benchmarks, key)
+        if cached is not None:
+            got[name] = cached
+        else:
+            jobs.append((name, (meta["path"], list(benchmarks), key, threads, batch_size)))
+    progress("evaluate", len(got), len(models), f"{len(got)} cached, scoring {len(jobs)} models")
+
+    def _done(name: str, res: dict[str, np.ndarray]) -> None:
+        got[name] = res
+        mean = np.mean([r.mean() for r in res.values()])
+        progress("evaluate", len(got), len(models), f"{name}: mean item score {mean:.3f}")
+
+    run_jobs(_evaluate_one, jobs, workers, _done)
+    return {b.name: np.stack([got[n][b.name] for n in models]).astype(np.int8) for b in benchmarks}
+
+
+# ----------------------------------------------------------------------- world
+
+
+def write_world(
+    root: str | Path,
+    texts: ZooTexts,
+    benchmarks: Sequence[ZooBenchmark],
+    models: dict[str, dict[str, Any]],
+    specs: Sequence[ZooModelSpec],
+    responses: dict[str, np.ndarray],
+    *,
+    extra_truth: dict[str, Any] | None = None,
+    checkpoints: Sequence[dict[str, Any]] = (),
+    checkpoint_responses: dict[str, np.ndarray] | None = None,
+    settings: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Write the world folder (``docs/FORMATS.md``): corpus, models.yaml, catalog.yaml,
+    scores.csv, items/, responses/, truth.json, settings.yaml. Returns the models.yaml
+    entries.
+
+    ``checkpoints`` (dicts with ``id``, ``model`` (model id), ``name``, ``step``) are
+    extra respondents: their rows (``checkpoint_responses``, same order) follow the
+    models' rows in ``responses/<b>.parquet`` and they are listed in ``truth.json``;
+    they are not in ``models.yaml`` or ``scores.csv``. ``settings`` is written to
+    ``settings.yaml`` when given."""
+    import polars as pl
+    import yaml
+
+    root = Path(root)
+    # corpus: every corpus-split document, shuffled, neutral ids (domain only in truth)
+    docs = [d for dom in DOMAINS for d in texts.docs["corpus"][dom]]
+    perm = np.random.default_rng([texts.seed, 9]).permutation(len(docs))
+    lines, domain_of, source_of = [], {}, {}
+    for j, i in enumerate(perm):
+        d = docs[int(i)]
+        did = f"doc-{j:05d}"
+        lines.append(json.dumps({"id": did, "text": d.text}, ensure_ascii=False))
+        domain_of[did] = d.domain
+        source_of[did] = d.source
+    _atomic_write_text(root / "corpus" / "zoo.jsonl", "\n".join(lines) + "\n")
+
+    entries = []
+    for s in specs:
+        m = models[s.name]
+        entries.append(
+            {
+                "id": s.model_id,
+                "path": f"models/{s.name}",
+                "family": s.arch,
+                "n_params": int(m["n_params"]),
+                "dtype": "float32",
+            }
+        )
+    _atomic_write_text(root / "models.yaml", yaml.safe_dump({"models": entries}, sort_keys=False))
+
+    catalog = {}
+    for b in benchmarks:
+        catalog[b.name] = {
+            "family": b.family,
+            "format": b.format,
+            "function": b.function,
+            "score_range": [0, 1],
+            "items": f"items/{b.name}.parquet",
+            "responses": f"responses/{b.name}.parquet",
+            "description": f"{b.family} recipe on held-out {b.domain} text, metric {b.metric}"
+            + (f" (>= {b.threshold} nats/byte)" if b.threshold is not None else "")
+            + f", {len(b.items)} items",
+        }
+    _atomic_write_text(
+        root / "catalog.yaml", yaml.safe_dump({"benchmarks": catalog}, sort_keys=False)
+    )
+
+    model_ids = [s.model_id for s in specs]
+    ckpt_ids = [c["id"] for c in checkpoints]
+    score_cols: dict[str, Any] = {"model": model_ids}
+    for b in benchmarks:
+        r = responses[b.name]
+        if r.shape != (len(specs), len(b.items)):
+            raise SigmapInputError(
+                f"zoo world: responses of {b.name} have shape {r.shape}, expected "
+                f"({len(specs)}, {len(b.items)})"
+            )
+        score_cols[b.name] = r.mean(axis=1).astype(float)
+        if ckpt_ids:
+            rc = (checkpoint_responses or {}).get(b.name)
+            if rc is None or rc.shape != (len(ckpt_ids), len(b.items)):
+                raise SigmapInputError(
+                    f"zoo world: checkpoint responses of {b.name} have shape "
+                    f"{None if rc is None else rc.shape}, expected ({len(ckpt_ids)}, {len(b.items)})"
+                )
+            r = np.concatenate([r, rc], axis=0)
+        items = pl.DataFrame(
+            {
+                "item_id": [i.item_id for i in b.items],
+                "text": [i.text for i in b.items],
+                "context": [i.context for i in b.items],
+                "choices": [i.choices for i in b.items],
+                "gold": [i.gold for i in b.items],
+            },
+            schema={
+                "item_id": pl.String,
+                "text": pl.String,
+                "context": pl.String,
+                "choices": pl.List(pl.String),
+                "gold": pl.Int64,
+            },
+        )
+        _atomic_write_parquet(items, root / "items" / f"{b.name}.parquet")
+        resp = pl.DataFrame(
+            {
+                "model": model_ids + ckpt_ids,
+                **{it.item_id: r[:, j] for j, it in enumerate(b.items)},
+            },
+            schema={"model": pl.String, **{it.item_id: pl.Int8 for it in b.items}},
+        )
+        _atomic_write_parquet(resp, root / "responses" / f"{b.name}.parquet")
+    scores_df = pl.DataFrame(score_cols)
+    fd, tmp = tempfile.mkstemp(prefix=".scores.", suffix=".csv", dir=root)
+    os.close(fd)
+    scores_df.write_csv(tmp)
+    os.replace(tmp, root / "scores.csv")
+
+    from sigmap_lib.inputs._segment import segment_units
+
+    corpus_stats = {
+        d: {
+            "docs": len(texts.docs["corpus"][d]),
+            "chars": sum(len(x.text) for x in texts.docs["corpus"][d]),
+            # units of the default segmentation (sigmap_lib.inputs.segment_units)
+            "units": int(sum(len(segment_units(x.text)) for x in texts.docs["corpus"][d])),
+        }
+        for d in DOMAINS
+    }
+    truth = {
+        "world": "zoo",
+        "seed": texts.seed,
+        "domains": list(DOMAINS),
+        "corpus_domains": domain_of,
+        "corpus_sources": source_of,
+        "corpus_stats": corpus_stats,
+        "text_stats": texts.stats,
+        "models": {
+            s.model_id: {
+                "name": s.name,
+                "arch": s.arch,
+                "tokenizer": "-".join(map(str, TOKENIZERS[s.arch])),
+                "size": s.size,
+                "d_model": SIZES[s.size][0],
+                "n_layer": SIZES[s.size][1],
+                "n_head": SIZES[s.size][2],
+                "n_params": int(models[s.name]["n_params"]),
+                "mixture_name": s.mixture,
+                "mixture": MIXTURES[s.mixture],
+                "mixture_chars": models[s.name].get("mixture_chars"),
+                "steps": s.steps,
+                "tokens_seen": s.steps * s.batch_size * s.seq_len,
+                "final_loss": models[s.name]["train"]["final_loss"],
+            }
+            for s in specs
+        },
+        "benchmarks": {
+            b.name: {
+                "family": b.family,
+                "format": b.format,
+                "function": b.function,
+                "domain": b.domain,
+                "metric": b.metric,
+                "n_items": len(b.items),
+                "threshold_nats_per_byte": b.threshold,
+                "chance": (
+                    None
+                    if b.metric in ("greedy", "ll_threshold")
+                    else 1.0 / len(b.items[0].choices)
+                ),
+            }
+            for b in benchmarks
+        },
+        "checkpoints": {
+            c["id"]: {
+                "model": c["model"],
+                "name": c["name"],
+                "step": c["step"],
+                "fraction": c["step"] / c["steps"],
+                "tokens_seen": c["tokens_seen"],
+            }
+            for c in checkpoints
+        },
+        "records_population": len(texts.facts),
+        **(extra_truth or {}),
+    }
+    _atomic_write_text(root / "truth.json", json.dumps(truth, indent=1))
+    if settings is not None:
+        _atomic_write_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
+    return entries
+
+
+def metabench_settings(n_items: int) -> dict[str, Any]:
+    """Recommended metabench settings for a zoo world (``settings.yaml``).
+
+    The zoo has 80 respondents (16 models + 64 checkpoints) and 100 items per
+    benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
+    of items). The binding constraint is the joint fit: >= 50 training models after
+    every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
+    test split is kept at 10 % (8 models); a 6-df GAM needs only 24 training points, a
+    40-point θ grid (at most the item count) suits ~100 items, 100 pool subsets suffice
+    (benchmarks have fewer items than the pool size, so none are drawn), items need
+    sd > 0.2 (>= ~5 % correct or wrong: with the default 0.01 an item answered right by
+    one or two models can have no variance among the training models of the refit,
+    which the IRT fit rejects), and the per-item penalty is scaled up as for the
+    synthetic world (λ = 0.005 would keep almost every item of a short benchmark).
+    """
+    return {
+        "metabench": {
+            "lam": 0.05,
+            "n_quant": min(40, n_items),
+            "gam_df": 6,
+            "test_frac": 0.1,
+            "n_subsets": 100,
+            "sd_min": 0.2,
+        }
+    }
+
+
+def build_zoo_world(
+    out_dir: str | Path,
+    *,
+    n_models: int = 16,
+    seed: int = 0,
+    progress: Progress | None = None,
+    quick: bool = False,
+    workers: int | None = None,
+    n_items: int | None = None,
+    n_checkpoints: int | None = None,
+) -> ZooWorld:
+    """Build (or refresh from cache) the whole zoo world in ``out_dir``.
+
+    Parameters
+    ----------
+    out_dir : path
+        The world folder (created). Models live in ``out_dir/models/<name>`` and are
+        reused across calls when their spec, tokenizer and training text are unchanged.
+    n_models : int
+        How many of the roster's models (2..16; quick: 2..6).
+    seed : int
+        Seeds text selection, generation, splits, items and model initialisation.
+    progress : callable, optional
+        ``progress(stage, done, total, message)``; stages ``texts``, ``tokenizers``,
+        ``train_models``, ``benchmarks``, ``evaluate``, ``write``.
+    quick : bool
+        A small world (6 small models, 20-40 steps, 24 items per benchmark) for tests.
+    workers : int, optional
+        Parallel processes for training and scoring (default :func:`default_workers`).
+    n_items : int, optional
+        Items per benchmark (default 100; quick 24).
+    n_checkpoints : int, optional
+        Intermediate checkpoints per model (default 4: after 20, 40, 60 and 80 % of the
+        steps, so the 16 models give 80 respondents; quick 9, so the 6 quick models give
+        60). Each answers every
+        item like the final models; their rows follow the models' rows in
+        ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and ``truth.json`` lists
+        them. They are not registry models (not in ``models.yaml`` / ``scores.csv``).
+        0 disables them.
+
+    Returns
+    -------
+    ZooWorld
+    """
+    progress = progress or no_progress
+    root = Path(out_dir)
+    root.mkdir(parents=True, exist_ok=True)
+    if quick and n_models > len(QUICK_MODELS):
+        n_models = len(QUICK_MODELS)
+    timings: dict[str, float] = {}
+
+    t = time.perf_counter()
+    progress("texts", 0, 1, "collecting and generating text")
+    texts = build_texts(seed=seed, quick=quick)
+    timings["texts"] = time.perf_counter() - t
+    progress(
+        "texts", 1, 1, f"{sum(len(v) for v in texts.docs['corpus'].values())} corpus documents"
+    )
+
+    t = time.perf_counter()
+    progress("tokenizers", 0, 1, "training tokenizers")
+    toks = train_tokenizers(
+        texts, root / "tokenizers", chars_per_domain=60_000 if quick else 300_000
+    )
+    timings["tokenizers"] = time.perf_counter() - t
+    progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
+
+    if n_checkpoints is None:
+        n_checkpoints = 9 if quick else 4
+    t = time.perf_counter()
+    specs = model_specs(n_models, quick=quick, seed=seed)
+    models = train_zoo_models(
+        texts,
+        toks,
+        specs,
+        root / "models",
+        workers=workers,
+        progress=progress,
+        n_checkpoints=n_checkpoints,
+    )
+    timings["train_models"] = time.perf_counter() - t
+    checkpoints = [
+        {
+            "id": checkpoint_id(s, step),
+            "model": s.model_id,
+            "name": s.name,
+            "step": step,
+            "steps": s.steps,
+            "tokens_seen": step * s.batch_size * s.seq_len,
+            **models[s.name]["checkpoints"][step],
+        }
+        for s in specs
+        for step in sorted(models[s.name]["checkpoints"])
+    ]
+
+    t = time.perf_counter()
+    progress("benchmarks", 0, 1, "building benchmark items")
+    benchmarks = build_zoo_benchmarks(texts, n_items=n_items or (24 if quick else 100), seed=seed)
+    timings["benchmarks"] = time.perf_counter() - t
+    progress("benchmarks", 1, 1, f"{len(benchmarks)} benchmarks")
+
+    t = time.perf_counter()
+    respondents = {**models, **{c["id"]: c for c in checkpoints}}
+    both = evaluate_zoo_benchmarks(benchmarks, respondents, workers=workers, progress=progress)
+    n = len(models)
+    responses = {b: r[:n] for b, r in both.items()}
+    ckpt_responses = {b: r[n:] for b, r in both.items()}
+    timings["evaluate"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    progress("write", 0, 1, f"writing {root}")
+    settings = metabench_settings(min(len(b.items) for b in benchmarks))
+    entries = write_world(
+        root,
+        texts,
+        benchmarks,
+        models,
+        specs,
+        responses,
+        checkpoints=checkpoints,
+        checkpoint_responses=ckpt_responses,
+        settings=settings,
+    )
+    timings["write"] = time.perf_counter() - t
+    progress("write", 1, 1, "done")
+
+    for e, s in zip(entries, specs):
+        e["path"] = str((root / e["path"]).resolve())
+        e.update(mixture=s.mixture, steps=s.steps, size=s.size, tokenizer=s.arch)
+    names = [b.name for b in benchmarks]
+    scores = np.stack([responses[b].mean(axis=1) for b in names], axis=1)
+    return ZooWorld(
+        root=root,
+        models=entries,
+        benchmarks=names,
+        scores=scores,
+        responses=responses,
+        timings=timings,
+        trained=[n for n, m in models.items() if not m["reused"]],
+        reused=[n for n, m in models.items() if m["reused"]],
+        checkpoints=checkpoints,
+        checkpoint_responses=ckpt_responses,
+        settings=settings,
+    )

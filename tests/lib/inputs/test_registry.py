@@ -1,0 +1,146 @@
+"""Model slugs and the models.yaml registry."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs import ModelSpec, model_slug, read_registry
+
+_FORBIDDEN = set("/|,[] \t\n\\")
+
+
+def test_model_slug_examples() -> None:
+    assert model_slug("EleutherAI/pythia-160m") == "EleutherAI__pythia-160m"
+    assert model_slug("gpt2") == "gpt2"
+    assert model_slug("org/name.v1_2") == "org__name.v1_2"
+    s = model_slug("org/name:v1 [beta]")
+    assert s.startswith("org__name-v1--beta--") and len(s) == len("org__name-v1--beta--") + 8
+    assert model_slug(".hidden").startswith("_hidden-")
+
+
+def test_model_slug_properties_on_random_ids() -> None:
+    rng = np.random.default_rng(0)
+    alphabet = [*list("abcXYZ019._-/|,[] :@+~é東"), "😀"]
+    seen: dict[str, str] = {}
+    for _ in range(3000):
+        raw = "".join(alphabet[i] for i in rng.integers(0, len(alphabet), int(rng.integers(1, 20))))
+        try:
+            slug = model_slug(raw)
+        except SigmapInputError:
+            parts = raw.split("/")
+            assert (
+                raw != raw.strip() or ".." in parts or not [p for p in parts if p not in ("", ".")]
+            )
+            continue
+        assert slug == model_slug(raw)  # deterministic
+        assert not (_FORBIDDEN & set(slug)), (raw, slug)
+        assert slug not in (".", "..") and not slug.startswith(".")
+        assert all(c.isascii() and (c.isalnum() or c in "._-") for c in slug)
+        assert 0 < len(slug) <= 130
+        assert Path(slug).name == slug
+        if slug in seen:
+            assert seen[slug] == raw, f"slug collision: {seen[slug]!r} and {raw!r}"
+        seen[slug] = raw
+
+
+@pytest.mark.parametrize(
+    "raw,match",
+    [("", "empty"), ("   ", "empty"), ("../etc/passwd", r"'\.\.'"), ("a/../b", r"'\.\.'"),
+     ("a\nb", "control"), ("a\x00b", "control"), (" gpt2", "whitespace"), ("/", "no name")],
+)  # fmt: skip
+def test_model_slug_rejects_invalid_ids(raw: str, match: str) -> None:
+    with pytest.raises(SigmapInputError, match=match):
+        model_slug(raw)
+
+
+def test_long_ids_are_shortened_uniquely() -> None:
+    a, b = model_slug("o/" + "x" * 300), model_slug("o/" + "x" * 299 + "y")
+    assert len(a) <= 130 and len(b) <= 130 and a != b
+
+
+def test_read_registry(tmp_path: Path) -> None:
+    (tmp_path / "reg").mkdir()
+    f = tmp_path / "reg" / "models.yaml"
+    f.write_text(
+        """
+models:
+  - id: EleutherAI/pythia-160m
+    path: models/pythia-160m
+    revision: main
+    family: pythia
+    n_params: 160000000
+    dtype: bfloat16
+  - id: gpt2
+  - id: synth/m00
+    nll_source: /abs/nll/m00.npy
+    n_params: 1.0e+6
+"""
+    )
+    specs = read_registry(f)
+    assert [s.id for s in specs] == ["EleutherAI/pythia-160m", "gpt2", "synth/m00"]
+    assert [s.key for s in specs] == ["EleutherAI__pythia-160m", "gpt2", "synth__m00"]
+    p = specs[0]
+    assert p.path == (tmp_path / "reg" / "models" / "pythia-160m").resolve()
+    assert (p.revision, p.family, p.n_params, p.dtype) == (
+        "main",
+        "pythia",
+        160_000_000,
+        "bfloat16",
+    )
+    assert p.source == str(p.path)
+    assert specs[1] == ModelSpec(id="gpt2", key="gpt2")
+    assert specs[1].source == "gpt2"
+    assert specs[2].nll_source == Path("/abs/nll/m00.npy") and specs[2].n_params == 1_000_000
+
+
+@pytest.mark.parametrize(
+    "body,match",
+    [
+        ("models: [\n  - id: x\n", "invalid YAML"),
+        ("other: 1\n", "top-level 'models:'"),
+        ("models:\n  - path: m\n", r"models\[0\]: missing 'id'"),
+        ("models:\n  - id: ''\n", r"models\[0\] \(id ''\): invalid id"),
+        ("models:\n  - id: ../escape\n", r"models\[0\] \(id '\.\./escape'\): invalid id.*'\.\.'"),
+        (
+            "models:\n  - id: a\n  - id: b\n  - id: a\n",
+            r"models\[2\] \(id 'a'\): duplicate id \(also models\[0\]\)",
+        ),
+        (
+            f"models:\n  - id: 'a:b'\n  - id: {model_slug('a:b')}\n",
+            r"models\[1\].*slug 'a-b-[0-9a-f]{8}' collides with id 'a:b'",
+        ),
+        ("models:\n  - id: a\n    dtype: int8\n", r"models\[0\] \(id 'a'\): unknown dtype 'int8'"),
+        ("models:\n  - id: a\n    n_params: -5\n", r"n_params must be >= 0"),
+        ("models:\n  - id: a\n    n_params: lots\n", r"n_params must be an integer"),
+        (
+            "models:\n  - id: a\n    revison: main\n",
+            r"models\[0\] \(id 'a'\): unknown key 'revison'",
+        ),
+        ("models:\n  - just-a-string\n", r"models\[0\]: entry must be a mapping"),
+        ("models:\n  - id: a\nextra: 1\n", r"unknown top-level key 'extra'"),
+    ],
+)
+def test_read_registry_errors_name_file_and_entry(tmp_path: Path, body: str, match: str) -> None:
+    f = tmp_path / "models.yaml"
+    f.write_text(body)
+    with pytest.raises(SigmapInputError, match=match) as exc:
+        read_registry(f)
+    assert str(f) in str(exc.value)
+
+
+def test_read_registry_missing_file_and_empty(tmp_path: Path) -> None:
+    with pytest.raises(SigmapInputError, match=r"nope\.yaml does not exist"):
+        read_registry(tmp_path / "nope.yaml")
+    (tmp_path / "m.yaml").write_text("models:\n")
+    assert read_registry(tmp_path / "m.yaml") == []
+
+
+def test_separator_lookalikes_do_not_collide() -> None:
+    ids = ["a/b", "a__b", "a_/_b", "a/__b", "a//b", "a/b/", "./a/b", "a\\b", "a_/b"]
+    slugs = [model_slug(i) for i in ids]
+    assert slugs[0] == "a__b"
+    assert len(set(slugs)) == len(ids)

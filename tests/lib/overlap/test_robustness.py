@@ -1,0 +1,97 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import spearmanr
+
+from sigmap_lib.overlap import signature_overlap, signature_robustness
+from sigmap_lib.signatures import extract_signatures, gather_units
+from sigmap_lib.worlds import SyntheticWorld, make_synthetic_world
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("rob") / "w"
+    make_synthetic_world(
+        root,
+        n_models=16,
+        n_units=2000,
+        n_functions=2,
+        n_benchmarks=4,
+        planted_per_function=3,
+        n_items=20,
+        n_respondents=0,
+        seed=3,
+    )
+    return SyntheticWorld.load(root)
+
+
+def test_variants_recompute_the_matrix_and_agreement_is_spearman(world) -> None:
+    import polars as pl
+
+    arrays = [np.asarray(a) for a in world.nll_arrays()]
+    scores = pl.read_csv(world.root / "scores.csv")
+    names = [c for c in scores.columns if c != "model"]
+    y = scores.select(names).to_numpy()
+    nbytes = np.full(arrays[0].shape[0], 5)
+    bpb = np.stack([a / (nbytes * np.log(2)) for a in arrays], axis=1)
+    mean, sd = bpb.mean(axis=0), bpb.std(axis=0)
+    values = np.stack(arrays, axis=1)
+    kw = {"k": 20, "statistic": "thrush", "two_sided": True, "criterion": "aic", "gamma": 0.5}
+    sigs = {
+        s.benchmark: s.units for s in extract_signatures(values, y, benchmark_names=names, **kw)
+    }
+    read = lambda u: gather_units(arrays, u).T  # noqa: E731
+    main = signature_overlap(sigs, nll=read, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd)
+    variants = signature_robustness(
+        arrays,
+        y,
+        names,
+        main=main,
+        unit_nbytes=nbytes,
+        bpb_mean=mean,
+        bpb_sd=sd,
+        extract_kwargs=kw,
+        n_model_subsets=2,
+        seed=0,
+    )
+    got = [v.name for v in variants]
+    assert got == [
+        "screening=preselect",
+        "corpus half 1",
+        "corpus half 2",
+        "models subset 1",
+        "models subset 2",
+        "criterion=bic",
+        "criterion=ebic",
+    ]
+    iu = np.triu_indices(len(names), 1)
+    for v in variants:
+        assert set(v.matrix.labels) == set(names)
+        a = main.values[iu]
+        b = v.matrix.subset(list(main.labels)).values[iu]
+        assert np.isclose(v.agreement, spearmanr(a, b).statistic)
+        assert v.n_pairs == len(a)
+    half2 = next(v for v in variants if v.name == "corpus half 2")
+    assert all(
+        u.min() >= 1000 for u in half2.signatures.values()
+    )  # global unit ids of the second half
+
+
+def test_bad_split_is_rejected(world) -> None:
+    from sigmap_lib.errors import SigmapInputError
+
+    arrays = [np.asarray(a) for a in world.nll_arrays()]
+    y = np.random.default_rng(0).random((len(arrays), 2))
+    with pytest.raises(SigmapInputError, match="corpus_split"):
+        signature_robustness(
+            arrays,
+            y,
+            ["a", "b"],
+            main=None,
+            unit_nbytes=np.ones(arrays[0].shape[0]),
+            bpb_mean=np.zeros(len(arrays)),
+            bpb_sd=np.ones(len(arrays)),
+            extract_kwargs={"k": 5},
+            corpus_split=0,
+        )
