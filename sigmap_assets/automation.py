@@ -23,28 +23,18 @@ model) or from a backfill, so GPU work is never requested twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import dagster as dg
 
 AC = dg.AutomationCondition
 
-#: Assets whose refresh automation requests (only these are waited for as "about to refresh";
-#: token_nll, the registry, catalog and scores are refreshed by sensors and the schedule).
-#: Add new automated assets here.
-AUTOMATED = (
-    "nll_ranks",
-    "screened_candidates",
-    "signatures",
-    "performance_overlap",
-    "semantic_overlap",
-    "signature_overlap",
-    "overlap_report",
-    "benchmark_items",
-    "irt_item_pool",
-    "irt_fits",
-    "metabench_selection",
-    "metabench",
-)
+#: Tag carried by every asset whose refresh automation requests. Only these are waited for
+#: as "about to refresh" (token_nll, the registry, catalog and scores are refreshed by
+#: sensors and the schedule). Set with :func:`automated`, which attaches the condition and
+#: the tag together, so the set of automated assets is derived from the assets themselves.
+AUTOMATED_TAG = "sigmap/automated"
+AUTOMATED = dg.AssetSelection.tag(AUTOMATED_TAG, "true")
 
 #: How many levels upstream an in-progress (or just requested) run holds an asset back:
 #: overlap_report → signature_overlap → signatures → screened_candidates → nll_ranks.
@@ -75,7 +65,7 @@ def dep_about_to_refresh() -> dg.AutomationCondition:
     pending = AC.any_deps_match(_changed() | AC.any_deps_match(_changed()))
     return (
         AC.any_deps_match(~AC.will_be_requested() & ~AC.newly_updated() & pending)
-        .allow(dg.AssetSelection.assets(*AUTOMATED))
+        .allow(AUTOMATED)
         .with_label("a dep is about to refresh")
     )
 
@@ -111,6 +101,12 @@ def aggregate_condition(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
         & ~dep_about_to_refresh()
         & ~AC.in_progress()
     ).with_label("aggregate: refresh on upstream changes, never wait for missing partitions")
+
+
+def automated(condition: dg.AutomationCondition) -> dict[str, Any]:
+    """``@dg.asset(..., **automated(cond))``: the automation condition and the tag that puts
+    the asset in :data:`AUTOMATED`, always together."""
+    return {"automation_condition": condition, "tags": {AUTOMATED_TAG: "true"}}
 
 
 def partition_condition() -> dg.AutomationCondition:

@@ -23,6 +23,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sigmap_assets.layout import StorageLayout
+
 BENCHES = ("perplexity", "screening", "selection", "recovery", "overlap", "metabench")
 
 
@@ -35,7 +37,7 @@ def _setup_env(storage: str | None) -> Path:
     root.mkdir(parents=True, exist_ok=True)
     os.environ["SIGMAP_STORAGE"] = str(root)
     if not os.environ.get("DAGSTER_HOME"):
-        home = root / ".dagster"
+        home = StorageLayout(str(root)).dagster_home()
         home.mkdir(parents=True, exist_ok=True)
         os.environ["DAGSTER_HOME"] = str(home)
     else:
@@ -84,7 +86,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         write_project_config(str(root), world_quick=True)
     defs = _load_defs()
     with dg.DagsterInstance.get() as instance:
-        runner = DemoRunner(defs, instance, root / ".sigmap" / "steps.json")
+        runner = DemoRunner(defs, instance, StorageLayout(str(root)).demo_state())
         try:
             summary = runner.run()
         except RuntimeError as exc:
@@ -124,7 +126,7 @@ def cmd_sync(args: argparse.Namespace) -> int:
 
     root = _setup_env(args.storage)
     with dg.DagsterInstance.get() as instance:
-        DemoRunner(_load_defs(), instance, root / ".sigmap" / "steps.json").sync_partitions()
+        DemoRunner(_load_defs(), instance, StorageLayout(str(root)).demo_state()).sync_partitions()
     return 0
 
 

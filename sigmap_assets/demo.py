@@ -20,6 +20,7 @@ from pathlib import Path
 import dagster as dg
 
 from sigmap_assets.partitions import benchmarks_partitions, models_partitions
+from sigmap_lib._util import atomic_write_json
 
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
@@ -138,9 +139,7 @@ class DemoRunner:
     # -- bookkeeping ------------------------------------------------------------------
     def _save(self) -> None:
         self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.state, indent=1, sort_keys=True))
-        tmp.replace(self.state_path)
+        atomic_write_json(self.state_path, self.state, sort_keys=True)
 
     def _partitions(self, name: str) -> list[str]:
         return list(self.instance.get_dynamic_partitions(name))

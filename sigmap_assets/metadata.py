@@ -10,35 +10,20 @@ from typing import Any
 import dagster as dg
 
 
-def fmt(value: Any) -> str:
-    if isinstance(value, float):
-        if value != value:  # NaN
-            return "–"
-        return f"{value:.4g}"
-    return str(value)
-
-
 def md_table(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, max_rows: int = 30
 ) -> str:
-    """A markdown table of ``rows`` (list of dicts), truncated to ``max_rows`` with a note."""
+    """A markdown table of ``rows`` (list of dicts) for Dagster metadata, truncated to
+    ``max_rows`` with a note; the renderer is :func:`sigmap_lib.reporting.markdown_table`
+    (the same one the HTML reports use), ``|`` escaped in headers and cells."""
+    from sigmap_lib.reporting import markdown_table
+
     rows = list(rows)
     if not rows:
         return "_(empty)_"
-    cols = list(columns or rows[0].keys())
-    out = [
-        "| " + " | ".join(str(c).replace("|", "\\|") for c in cols) + " |",
-        "|" + "---|" * len(cols),
-    ]
-    for row in rows[:max_rows]:
-        out.append(
-            "| "
-            + " | ".join(fmt(row.get(c, "")).replace("|", "\\|").replace("\n", " ") for c in cols)
-            + " |"
-        )
-    if len(rows) > max_rows:
-        out.append(f"\n_… {len(rows) - max_rows} more rows not shown_")
-    return "\n".join(out)
+    if columns is not None:
+        rows = [{c: r.get(c, "") for c in columns} for r in rows]
+    return markdown_table(rows, max_rows=max_rows)
 
 
 def frame_rows(df: Any) -> list[dict[str, Any]]:

@@ -10,8 +10,10 @@ import dagster as dg
 import yaml
 from pydantic import Field
 
+from sigmap_assets.layout import StorageLayout
+from sigmap_lib._util import atomic_write_text
+
 DEFAULT_STORAGE_ENV = "SIGMAP_STORAGE"
-PROJECT_CONFIG_NAME = "sigmap.yaml"
 
 
 def default_storage_root() -> str:
@@ -26,7 +28,7 @@ def read_project_config(root: str) -> dict[str, Any]:
     """The project settings persisted by ``sigmap`` under the storage root (may be empty)."""
     if "://" in root and not root.startswith("file://"):
         return {}
-    path = Path(root.removeprefix("file://")) / PROJECT_CONFIG_NAME
+    path = StorageLayout(root).project_config()
     if not path.exists():
         return {}
     with path.open() as fh:
@@ -38,13 +40,11 @@ def read_project_config(root: str) -> dict[str, Any]:
 
 def write_project_config(root: str, **settings: Any) -> Path:
     """Merge ``settings`` into ``<root>/sigmap.yaml`` (atomic write)."""
-    path = Path(root) / PROJECT_CONFIG_NAME
+    path = StorageLayout(root).project_config()
     path.parent.mkdir(parents=True, exist_ok=True)
     data = read_project_config(root)
     data.update({k: v for k, v in settings.items() if v is not None})
-    tmp = path.with_suffix(".yaml.tmp")
-    tmp.write_text(yaml.safe_dump(data, sort_keys=True))
-    tmp.replace(path)
+    atomic_write_text(path, yaml.safe_dump(data, sort_keys=True))
     return path
 
 
@@ -56,48 +56,20 @@ class SigmapStorage(dg.ConfigurableResource):
 
     @property
     def is_local(self) -> bool:
-        return "://" not in self.root or self.root.startswith("file://")
+        return self.layout.is_local
 
     def path(self, *parts: str):
         """A path under the root: ``pathlib.Path`` when local, else ``upath.UPath``."""
-        if self.is_local:
-            base = Path(self.root.removeprefix("file://")).expanduser().resolve()
-            return base.joinpath(*parts)
-        from upath import UPath
-
-        return UPath(self.root).joinpath(*parts)
+        return self.layout.path(*parts)
 
     def local_dir(self, *parts: str) -> Path:
         """A local directory under the root (created). Raises for remote roots."""
-        if not self.is_local:
-            raise ValueError(
-                f"storage root {self.root!r} is not local; {'/'.join(parts)} needs a local path"
-            )
-        p = self.path(*parts)
-        p.mkdir(parents=True, exist_ok=True)
-        return p
+        return self.layout.local_dir(*parts)
 
-    # Well-known locations -------------------------------------------------------------
-    def corpus_dir(self) -> Path:
-        return self.path("corpus")
-
-    def nll_dir(self, model_key: str):
-        return self.path("nll", model_key)
-
-    def ranks_dir(self):
-        return self.path("ranks")
-
-    def tables_dir(self):
-        return self.path("tables")
-
-    def benchmark_dir(self, kind: str, bench_key: str):
-        return self.path(kind, bench_key)
-
-    def plots_dir(self) -> Path:
-        return self.local_dir("plots")
-
-    def reports_dir(self) -> Path:
-        return self.local_dir("reports")
+    @property
+    def layout(self) -> StorageLayout:
+        """Every stored path under this root (see :mod:`sigmap_assets.layout`)."""
+        return StorageLayout(self.root)
 
 
 class WorldResource(dg.ConfigurableResource):
@@ -140,7 +112,7 @@ class WorldResource(dg.ConfigurableResource):
             raise ValueError(
                 "world kind 'folder' needs a path (WorldResource.path or world_path in sigmap.yaml)"
             )
-        return Path(self.storage_root).expanduser().resolve() / "worlds" / kind
+        return Path(self.storage.layout.world_dir(kind))
 
     def file(self, name: str) -> Path:
         return self.root() / name

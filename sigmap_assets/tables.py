@@ -7,43 +7,32 @@ from pathlib import Path
 from typing import Any
 
 from sigmap_assets.resources import SigmapStorage
+from sigmap_lib._util import atomic_file, atomic_write_json, json_default
 
 
-def _atomic(path: Path, write) -> Path:
-    """Write to a temporary sibling, then rename; on failure the old file stays and no
-    temporary file is left behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        write(tmp)
-        tmp.replace(path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    return path
+def _remote(path: Any) -> bool:
+    """An fsspec object-store path (``upath.UPath`` with a non-local protocol)."""
+    return getattr(path, "protocol", "") not in ("", "file", "local")
 
 
 def write_parquet(df: Any, path: Path) -> Path:
-    return _atomic(path, df.write_parquet)
+    """Write a polars frame atomically (local: a temporary sibling renamed into place;
+    object stores replace whole objects atomically by themselves)."""
+    if _remote(path):
+        with path.open("wb") as fh:
+            df.write_parquet(fh)
+        return path
+    with atomic_file(path) as tmp:
+        df.write_parquet(tmp)
+    return path
 
 
 def write_json(obj: Any, path: Path) -> Path:
-    text = json.dumps(obj, indent=1, default=json_default)
-    return _atomic(path, lambda tmp: tmp.write_text(text))
-
-
-def json_default(o: Any) -> Any:
-    import numpy as np
-
-    if isinstance(o, np.integer):
-        return int(o)
-    if isinstance(o, np.floating):
-        return float(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+    """Write ``obj`` as indented JSON atomically (NumPy values allowed)."""
+    if _remote(path):
+        path.write_text(json.dumps(obj, indent=1, default=json_default))
+        return path
+    return atomic_write_json(path, obj)
 
 
 def read_json(path: Path) -> Any:
@@ -54,7 +43,7 @@ def scores_long(storage: SigmapStorage):
     """The validated long score table (model, model_key, benchmark, benchmark_key, score)."""
     import polars as pl
 
-    path = storage.path("tables", "benchmark_scores.parquet")
+    path = storage.layout.scores_table()
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: materialize benchmark_scores first")
     return pl.read_parquet(path)
@@ -63,16 +52,16 @@ def scores_long(storage: SigmapStorage):
 def catalog_table(storage: SigmapStorage):
     import polars as pl
 
-    return pl.read_parquet(storage.path("tables", "benchmark_catalog.parquet"))
+    return pl.read_parquet(storage.layout.catalog_table())
 
 
 def current_ranks(storage: SigmapStorage) -> dict:
     """``{"dir", "models", "raw_ids"}`` of the rank store nll_ranks last built."""
-    path = storage.path("ranks", "CURRENT")
+    path = storage.layout.ranks_current()
     if not path.exists():
         raise FileNotFoundError(f"{path} is missing: materialize nll_ranks first")
     info = read_json(path)
-    info["path"] = storage.path("ranks", info["dir"])
+    info["path"] = storage.layout.rank_store(info["dir"])
     return info
 
 
@@ -80,4 +69,4 @@ def open_corpus(storage: SigmapStorage):
     """The corpus store `corpus_units` built (units, documents, shards, fingerprint)."""
     from sigmap_lib.inputs import CorpusStore
 
-    return CorpusStore.open(storage.path("corpus", "store"))
+    return CorpusStore.open(storage.layout.corpus_store())

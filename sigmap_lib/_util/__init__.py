@@ -1,11 +1,32 @@
 """Private helpers shared by every subpackage: atomic writes, table and JSONL readers,
-boundary checks of arrays, thread limits. Not part of the public API.
+boundary checks of arrays, thread limits. Not part of the public API (names may change);
+each exists once here so that every subpackage behaves the same at its boundary.
 """
 
 from ._atomic import (
     atomic_dir,
+    atomic_file,
+    atomic_write_bytes,
+    atomic_write_json,
+    atomic_write_text,
+    json_default,
 )
+from ._checks import array_like
+from ._tables import iter_jsonl, load_json, read_table, row_label, table_kind
+from ._threads import single_blas_thread
 
 __all__ = [
+    "array_like",
     "atomic_dir",
+    "atomic_file",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "atomic_write_text",
+    "iter_jsonl",
+    "json_default",
+    "load_json",
+    "read_table",
+    "row_label",
+    "single_blas_thread",
+    "table_kind",
 ]

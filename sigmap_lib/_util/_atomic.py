@@ -1,13 +1,21 @@
-"""Atomic replacement of a whole folder (write a temporary sibling, then rename)."""
+"""Atomic writes: a file or a whole folder appears complete or not at all.
+
+Every writer here writes to a temporary sibling of the destination (same folder, so the
+final ``os.replace`` is a rename on one file system) and renames it into place; if the
+body raises (disk full, a bad value, an interrupt) the temporary is deleted and the old
+destination is left untouched. Readers therefore never see half a file.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 @contextmanager
@@ -17,6 +25,15 @@ def atomic_dir(dest: str | os.PathLike[str]) -> Iterator[Path]:
     Readers see either the old folder or the complete new one: the new folder is renamed
     into place (the old one is moved aside first and deleted afterwards). If the body
     raises, the temporary folder is deleted and ``dest`` is untouched.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> with atomic_dir(root / "fit") as tmp:
+    ...     _ = (tmp / "params.json").write_text("{}")
+    >>> sorted(p.name for p in (root / "fit").iterdir())
+    ['params.json']
     """
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -33,3 +50,120 @@ def atomic_dir(dest: str | os.PathLike[str]) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@contextmanager
+def atomic_file(
+    dest: str | os.PathLike[str], *, suffix: str = ".tmp", fsync: bool = False
+) -> Iterator[Path]:
+    """Yield a temporary path beside ``dest``; on success it replaces ``dest``.
+
+    The body writes the temporary path however it likes (``df.write_parquet(tmp)``,
+    ``fig.savefig(tmp, format="png")``). The temporary is named ``.<dest name>.<random>``
+    plus ``suffix`` (``".tmp.npz"`` for ``np.savez``, which appends ``.npz`` otherwise).
+    With ``fsync=True`` the file's data is flushed to disk before the rename (for stores
+    that must survive a power cut).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "table.csv"
+    >>> with atomic_file(out) as tmp:
+    ...     _ = tmp.write_text("a,b\\n1,2\\n")
+    >>> out.read_text()
+    'a,b\\n1,2\\n'
+    >>> try:
+    ...     with atomic_file(out) as tmp:
+    ...         _ = tmp.write_text("half")
+    ...         raise OSError("disk full")
+    ... except OSError:
+    ...     pass
+    >>> out.read_text(), sorted(p.name for p in out.parent.iterdir())
+    ('a,b\\n1,2\\n', ['table.csv'])
+    """
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=suffix, dir=dest.parent)
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        yield tmp
+        if fsync:
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        os.replace(tmp, dest)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_bytes(dest: str | os.PathLike[str], data: bytes, *, fsync: bool = False) -> Path:
+    """Write ``data`` to ``dest`` atomically (see :func:`atomic_file`); returns ``dest``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = atomic_write_bytes(pathlib.Path(tempfile.mkdtemp()) / "x.bin", b"abc")
+    >>> p.read_bytes()
+    b'abc'
+    """
+    dest = Path(dest)
+    with atomic_file(dest) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            if fsync:
+                f.flush()
+                os.fsync(f.fileno())
+    return dest
+
+
+def atomic_write_text(dest: str | os.PathLike[str], text: str, *, fsync: bool = False) -> Path:
+    """Write ``text`` (UTF-8) to ``dest`` atomically; returns ``dest``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> atomic_write_text(pathlib.Path(tempfile.mkdtemp()) / "a.txt", "héllo").read_text()
+    'héllo'
+    """
+    return atomic_write_bytes(dest, text.encode("utf-8"), fsync=fsync)
+
+
+def json_default(o: Any) -> Any:
+    """``json.dumps(default=...)`` for NumPy scalars and arrays and paths.
+
+    Examples
+    --------
+    >>> import json, numpy as np
+    >>> json.dumps({"n": np.int64(3), "x": np.float32(0.5), "v": np.arange(2)}, default=json_default)
+    '{"n": 3, "x": 0.5, "v": [0, 1]}'
+    """
+    import numpy as np
+
+    if isinstance(o, np.integer):
+        return int(o)
+    if isinstance(o, np.floating):
+        return float(o)
+    if isinstance(o, np.bool_):
+        return bool(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, os.PathLike):
+        return os.fspath(o)
+    raise TypeError(f"not JSON serializable: {type(o).__name__}")
+
+
+def atomic_write_json(
+    dest: str | os.PathLike[str], obj: Any, *, indent: int | None = 1, **kwargs: Any
+) -> Path:
+    """Write ``obj`` as JSON to ``dest`` atomically (NumPy values allowed); returns ``dest``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib, numpy as np
+    >>> p = atomic_write_json(pathlib.Path(tempfile.mkdtemp()) / "s.json", {"k": np.int8(2)})
+    >>> p.read_text()
+    '{\\n "k": 2\\n}'
+    """
+    kwargs.setdefault("default", json_default)
+    return atomic_write_text(dest, json.dumps(obj, indent=indent, **kwargs))

@@ -119,6 +119,16 @@ def benchmark_slug(name: str) -> str:
     ------
     SigmapInputError
         If ``name`` is not a non-empty string.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import benchmark_slug
+    >>> benchmark_slug("ARC-C")  # already safe: unchanged
+    'ARC-C'
+    >>> benchmark_slug("mmlu/high school: math")
+    'mmlu__high_school__math'
+    >>> benchmark_slug("..hidden")
+    '_hidden'
     """
     if not isinstance(name, str) or not name.strip():
         raise SigmapInputError(f"benchmark name {name!r} is empty or not a string")
@@ -185,6 +195,21 @@ def catalog_from_dict(
     SigmapInputError
         On a missing ``benchmarks`` key, unknown top-level or benchmark keys, missing
         required keys, empty values, a bad ``score_range`` or two names with one slug.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import catalog_from_dict
+    >>> entry = {"family": "ai2", "format": "multiple_choice", "function": "reasoning"}
+    >>> catalog = catalog_from_dict({"benchmarks": {"arc": {**entry, "score_range": [0, 100]}}})
+    >>> catalog["arc"]
+    Benchmark(name='arc', family='ai2', format='multiple_choice', function='reasoning',
+              score_range=(0.0, 100.0), items=None, responses=None, description=None)
+    >>> catalog_from_dict({"benchmarks": {"arc": {**entry, "familly": "ai2"}}})
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: catalog <catalog>, benchmark 'arc': unknown key(s)
+    ['familly']; allowed: ['family', 'format', 'function', 'score_range', 'items',
+    'responses', 'description']
     """
     if not isinstance(data, Mapping):
         raise SigmapInputError(
@@ -276,6 +301,29 @@ def read_catalog(path: str | Path) -> dict[str, Benchmark]:
     SigmapInputError
         If the file is missing, empty or not valid YAML, or an entry is malformed (the
         message names the file, the benchmark and the key).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_catalog
+    >>> _ = Path("catalog.yaml").write_text('''
+    ... benchmarks:
+    ...   arc:
+    ...     family: ai2
+    ...     format: multiple_choice
+    ...     function: reasoning
+    ...     items: items/arc.parquet
+    ...   gsm8k/main:
+    ...     family: openai
+    ...     format: generation
+    ...     function: math
+    ...     score_range: [0, 100]
+    ... ''')
+    >>> catalog = read_catalog("catalog.yaml")
+    >>> list(catalog), catalog["gsm8k/main"].slug, catalog["gsm8k/main"].score_range
+    (['arc', 'gsm8k/main'], 'gsm8k__main', (0.0, 100.0))
+    >>> catalog["arc"].items == Path("items/arc.parquet").resolve()  # relative to the YAML
+    True
     """
     p = Path(path)
     if not p.is_file():

@@ -35,7 +35,6 @@ import hashlib
 import json
 import os
 import shutil
-import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -44,6 +43,8 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._atomic import atomic_file, atomic_write_bytes
+from sigmap_lib._util._tables import iter_jsonl
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs._segment import (
     DEFAULT_UNIT_PATTERN,
@@ -66,17 +67,13 @@ class Document:
     text: str
 
 
-def _decode(raw: bytes, where: str, file_offset: int | None = None) -> str:
+def _decode(raw: bytes, where: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        pos = f"byte offset {exc.start}"
-        if file_offset is not None:
-            pos = (
-                f"byte offset {exc.start} of the line (file byte offset {file_offset + exc.start})"
-            )
         raise SigmapInputError(
-            f"{where}: invalid UTF-8 at {pos} (byte 0x{raw[exc.start]:02x}): {exc.reason}"
+            f"{where}: invalid UTF-8 at byte offset {exc.start} (byte 0x{raw[exc.start]:02x}): "
+            f"{exc.reason}"
         ) from exc
 
 
@@ -105,21 +102,9 @@ def _read_txt(path: Path, rel: str, pattern: str | None) -> list[Document]:
 
 def _read_jsonl(path: Path, rel: str, pattern: str | None) -> list[Document]:
     docs: list[Document] = []
-    raw_all = path.read_bytes()
-    offset = 0
-    for lineno, raw in enumerate(raw_all.split(b"\n"), start=1):
+    for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
-        line = _decode(raw, where, offset)
-        offset += len(raw) + 1
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise SigmapInputError(
-                f"{where}: malformed JSON ({exc.msg} at column {exc.colno})"
-            ) from exc
-        if not isinstance(obj, dict) or "text" not in obj:
+        if "text" not in obj:
             raise SigmapInputError(f"{where}: missing field 'text'")
         doc_id = obj.get("id")
         doc_id = f"{rel}:{lineno}" if doc_id is None else str(doc_id)
@@ -164,6 +149,22 @@ def read_corpus(path: str | Path, *, pattern: str | None = None) -> list[Documen
         documents, empty or whitespace-only document, document without units, invalid
         UTF-8 (with the byte offset), malformed JSON, missing ``text`` field/column,
         duplicate document ids.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_corpus
+    >>> root = Path("corpus")
+    >>> root.mkdir()
+    >>> _ = (root / "intro.txt").write_text("A river, a stone.")
+    >>> _ = (root / "more.jsonl").write_text(
+    ...     '{"id": "c1", "text": "42 clouds"}\\n{"text": "the end"}\\n'
+    ... )
+    >>> docs = read_corpus(root)
+    >>> [(d.doc_id, d.source) for d in docs]
+    [('intro.txt', 'intro.txt'), ('c1', 'more.jsonl:1'), ('more.jsonl:2', 'more.jsonl:2')]
+    >>> docs[0].text
+    'A river, a stone.'
     """
     root = Path(path)
     if not root.exists():
@@ -226,32 +227,11 @@ class Shard:
         return self.unit_end - self.unit_start
 
 
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def _atomic_write_parquet(table: Any, path: Path, row_group_size: int | None = None) -> None:
     import pyarrow.parquet as pq
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.close(fd)
-    try:
+    with atomic_file(path) as tmp:
         pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _make_shards(units_per_doc: np.ndarray, shard_units: int) -> list[Shard]:
@@ -292,6 +272,29 @@ def build_corpus_store(
         or after ``shard_units`` units.
     pattern
         Unit pattern (default :data:`DEFAULT_UNIT_PATTERN`); recorded in the manifest.
+
+    Returns
+    -------
+    CorpusStore
+        The store, opened.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import Document, build_corpus_store
+    >>> docs = [
+    ...     Document("d0", "inline", "A river, a stone."),
+    ...     Document("d1", "inline", "42 clouds"),
+    ...     Document("d2", "inline", "the end"),
+    ... ]
+    >>> store = build_corpus_store(docs, "store", shard_units=4)
+    >>> store
+    CorpusStore('store', documents=3, units=10, shards=2)
+    >>> store.shard_bounds  # shards never split a document
+    [(0, 6), (6, 10)]
+    >>> store.unit_nbytes.tolist()  # each unit + the whitespace before it
+    [1, 6, 1, 2, 6, 1, 2, 7, 3, 4]
+    >>> store.unit_text(1), store.context(4)
+    ('river', ('A river, a ', 'stone'))
     """
     import pyarrow as pa
 
@@ -392,7 +395,7 @@ def build_corpus_store(
             tmp = out / f".{name}.{os.getpid()}.staged"
             _atomic_write_parquet(table, tmp, row_group_size=rg)
             staged.append((tmp, out / name))
-        _atomic_write_bytes(staged_manifest, json.dumps(manifest, indent=2).encode())
+        atomic_write_bytes(staged_manifest, json.dumps(manifest, indent=2).encode(), fsync=True)
     except BaseException:
         for tmp, _ in staged:
             tmp.unlink(missing_ok=True)

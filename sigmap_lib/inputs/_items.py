@@ -18,7 +18,6 @@ model / item / line.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -28,8 +27,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sigmap_lib._util._tables import iter_jsonl, load_json, read_table, row_label
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs.scores._common import MISSING_TOKENS, load_json, read_table, row_label
+from sigmap_lib.inputs.scores._common import MISSING_TOKENS
 from sigmap_lib.inputs.scores._lm_eval import file_time, lm_eval_model_id
 
 _N_EX = 5
@@ -138,6 +138,20 @@ def read_responses(
         Unreadable / empty file; missing model column; non-binary values (item, model
         and value named); missing values; duplicate models; duplicate items; fewer
         than ``min_models`` models; no items.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_responses
+    >>> _ = Path("arc.csv").write_text("model,q1,q2,q3\\nm1,1,0,1\\nm2,0,0,1\\n")  # wide
+    >>> rm = read_responses("arc.csv")
+    >>> rm.models, rm.item_ids, rm.matrix.tolist()  # (n_models, n_items) int8
+    (['m1', 'm2'], ['q1', 'q2', 'q3'], [[1, 0, 1], [0, 0, 1]])
+    >>> _ = Path("arc_long.csv").write_text(
+    ...     "model,item,correct\\nm1,q1,1\\nm1,q2,0\\nm2,q1,0\\nm2,q2,true\\n"
+    ... )
+    >>> read_responses("arc_long.csv").matrix.tolist()  # a long table is detected
+    [[1, 0], [0, 1]]
     """
     opts: dict[str, Any] = {
         "min_models": min_models,
@@ -395,30 +409,19 @@ def _read_samples_file(
     if path.stat().st_size == 0:
         raise SigmapInputError(f"lm-eval samples {path}: file is empty")
     recs: list[tuple[int, int, Any, Any]] = []  # (line, doc_id, filter, value)
-    with path.open(encoding="utf-8") as fh:
-        for ln, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SigmapInputError(
-                    f"lm-eval samples {path}: line {ln} is not valid JSON: {exc}"
-                ) from exc
-            if not isinstance(rec, Mapping):
-                raise SigmapInputError(f"lm-eval samples {path}: line {ln} is not a JSON object")
-            doc_id = rec.get("doc_id")
-            if isinstance(doc_id, bool) or not isinstance(doc_id, int):
-                raise SigmapInputError(
-                    f"lm-eval samples {path}: line {ln} has no integer 'doc_id' (got {doc_id!r})"
-                )
-            if metric not in rec:
-                keys = [k for k, v in rec.items() if isinstance(v, int | float) and k != "doc_id"]
-                raise SigmapInputError(
-                    f"lm-eval samples {path}: line {ln} (doc_id {doc_id}) has no metric "
-                    f"{metric!r}; numeric fields: {keys}"
-                )
-            recs.append((ln, doc_id, rec.get("filter"), rec[metric]))
+    for ln, rec in iter_jsonl(path, "lm-eval samples"):
+        doc_id = rec.get("doc_id")
+        if isinstance(doc_id, bool) or not isinstance(doc_id, int):
+            raise SigmapInputError(
+                f"lm-eval samples {path}: line {ln} has no integer 'doc_id' (got {doc_id!r})"
+            )
+        if metric not in rec:
+            keys = [k for k, v in rec.items() if isinstance(v, int | float) and k != "doc_id"]
+            raise SigmapInputError(
+                f"lm-eval samples {path}: line {ln} (doc_id {doc_id}) has no metric "
+                f"{metric!r}; numeric fields: {keys}"
+            )
+        recs.append((ln, doc_id, rec.get("filter"), rec[metric]))
     if not recs:
         raise SigmapInputError(f"lm-eval samples {path}: no samples")
     filters = list(dict.fromkeys(r[2] for r in recs))
@@ -501,6 +504,28 @@ def read_lm_eval_samples(
         No samples files, several tasks without ``task``, invalid JSON lines, missing
         ``doc_id`` or metric, non-binary values, duplicate doc ids, models with
         different item sets (missing values), too few models.
+
+    Examples
+    --------
+    Two models' ``--log_samples`` output, laid out as lm-eval writes it:
+
+    >>> import json
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_lm_eval_samples
+    >>> for model, acc in [("EleutherAI/pythia-160m", [1, 0, 1]),
+    ...                    ("EleutherAI/pythia-410m", [1, 1, 1])]:
+    ...     folder = Path("lm_eval") / model.replace("/", "__")
+    ...     folder.mkdir(parents=True)
+    ...     _ = (folder / "results_2024-05-01T10-00-00.json").write_text(
+    ...         json.dumps({"results": {}, "model_name": model}))
+    ...     _ = (folder / "samples_arc_easy_2024-05-01T10-00-00.jsonl").write_text(
+    ...         "".join(json.dumps({"doc_id": i, "acc": a}) + "\\n" for i, a in enumerate(acc)))
+    >>> rm = read_lm_eval_samples("lm_eval")
+    >>> rm.models, rm.item_ids
+    (['EleutherAI/pythia-160m', 'EleutherAI/pythia-410m'],
+     ['arc_easy.0', 'arc_easy.1', 'arc_easy.2'])
+    >>> rm.matrix.tolist()
+    [[1, 0, 1], [1, 1, 1]]
     """
     root = Path(path)
     if root.is_file():
@@ -560,20 +585,7 @@ def read_lm_eval_samples(
 
 
 def _read_jsonl(path: Path) -> pl.DataFrame:
-    rows: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as fh:
-        for ln, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise SigmapInputError(
-                    f"questions file {path}: line {ln} is not valid JSON: {exc}"
-                ) from exc
-            if not isinstance(rec, Mapping):
-                raise SigmapInputError(f"questions file {path}: line {ln} is not a JSON object")
-            rows.append(dict(rec))
+    rows = [rec for _, rec in iter_jsonl(path, "questions file")]
     if not rows:
         raise SigmapInputError(f"questions file {path}: no records")
     try:
@@ -607,6 +619,19 @@ def read_questions(
     ------
     SigmapInputError
         Unreadable / empty file, missing columns, empty texts, duplicate item ids.
+
+    Examples
+    --------
+    >>> import json
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_questions
+    >>> rows = [{"id": "q1", "text": "What is 2 + 2?"}, {"id": "q2", "text": "Name a river."}]
+    >>> _ = Path("arc.jsonl").write_text("".join(json.dumps(r) + "\\n" for r in rows))
+    >>> read_questions("arc.jsonl").rows()
+    [('q1', 'What is 2 + 2?'), ('q2', 'Name a river.')]
+    >>> _ = Path("quiz.csv").write_text("question\\nWhat is 2 + 2?\\nName a river.\\n")
+    >>> read_questions("quiz.csv", text_column="question").rows()  # ids from row numbers
+    [('quiz.0', 'What is 2 + 2?'), ('quiz.1', 'Name a river.')]
     """
     p = Path(path)
     what = "questions file"
@@ -709,6 +734,24 @@ def metabench_questions(
     ------
     SigmapInputError
         Unknown benchmark, missing columns, empty texts or duplicate item ids.
+
+    Examples
+    --------
+    A two-item ARC file with metabench's columns:
+
+    >>> import polars as pl
+    >>> from sigmap_lib.inputs import metabench_questions
+    >>> pl.DataFrame({
+    ...     "metabench_idx": [7, 9],
+    ...     "question": ["Which gas do plants take in?", "What melts ice?"],
+    ...     "choices": [{"label": ["A", "B"], "text": ["CO2", "O2"]},
+    ...                 {"label": ["A", "B"], "text": ["heat", "cold"]}],
+    ... }).write_parquet("arc-secondary.parquet")
+    >>> metabench_questions("arc-secondary.parquet").rows()  # benchmark from the file name
+    [('arc.7', 'Which gas do plants take in?\\nA. CO2\\nB. O2'),
+     ('arc.9', 'What melts ice?\\nA. heat\\nB. cold')]
+    >>> metabench_questions("arc-secondary.parquet", include_choices=False)["text"].to_list()
+    ['Which gas do plants take in?', 'What melts ice?']
     """
     p = Path(path)
     what = "metabench item file"

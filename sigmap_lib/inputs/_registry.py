@@ -55,6 +55,14 @@ def model_slug(raw_id: str) -> str:
     ------
     SigmapInputError
         Empty id, control characters, ``..`` components.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import model_slug
+    >>> model_slug("EleutherAI/pythia-160m")
+    'EleutherAI__pythia-160m'
+    >>> model_slug("my org/model v2")  # characters replaced: a hash keeps it unique
+    'my-org__model-v2-0df93c1a'
     """
     raw = _check_id(raw_id)
     parts = [p for p in raw.replace("\\", "/").split("/") if p not in ("", ".")]
@@ -137,6 +145,26 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
         Naming the file and the entry: missing/unreadable file, bad YAML, missing
         ``models`` list, entry not a mapping, missing or invalid ``id``, unknown keys,
         unknown ``dtype``, negative or non-integer ``n_params``, duplicate ids or slugs.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_registry
+    >>> _ = Path("models.yaml").write_text('''
+    ... models:
+    ...   - id: EleutherAI/pythia-160m
+    ...     revision: step143000
+    ...     n_params: 160000000
+    ...   - id: tiny-gpt2
+    ...     path: models/tiny-gpt2
+    ...     dtype: float32
+    ... ''')
+    >>> specs = read_registry("models.yaml")
+    >>> [(m.id, m.key, m.dtype) for m in specs]
+    [('EleutherAI/pythia-160m', 'EleutherAI__pythia-160m', 'auto'),
+     ('tiny-gpt2', 'tiny-gpt2', 'float32')]
+    >>> specs[0].source, specs[1].source == str(Path("models/tiny-gpt2").resolve())
+    ('EleutherAI/pythia-160m', True)
     """
     import yaml
 

@@ -23,6 +23,12 @@ def char_to_byte_offsets(text: str) -> np.ndarray:
     np.ndarray
         Shape ``(len(text) + 1,)`` int64; entry ``k`` is the byte offset of character
         ``k`` (entry ``len(text)`` is the total byte length).
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import char_to_byte_offsets
+    >>> char_to_byte_offsets("aï🚀").tolist()  # 1, 2 and 4 UTF-8 bytes
+    [0, 1, 3, 7]
     """
     cps = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
     lens = 1 + (cps >= 0x80).astype(np.int64) + (cps >= 0x800) + (cps >= 0x10000)
@@ -57,6 +63,18 @@ def segment_units(text: str, pattern: str | None = None) -> np.ndarray:
     np.ndarray
         Shape ``(n_units, 2)`` int64: UTF-8 byte ``[start, end)`` of each unit, sorted,
         non-overlapping, inside ``[0, len(text.encode())]``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import segment_units
+    >>> text = "naïve 42 🚀!"
+    >>> spans = segment_units(text)
+    >>> spans.tolist()  # byte offsets: "ï" is 2 bytes, the emoji 4
+    [[0, 6], [7, 9], [10, 14], [14, 15]]
+    >>> [text.encode()[a:b].decode() for a, b in spans]
+    ['naïve', '42', '🚀', '!']
+    >>> segment_units("state-of-the-art", r"\\S+").tolist()  # a custom pattern
+    [[0, 16]]
     """
     rx = compile_pattern(pattern)
     spans = [m.span() for m in rx.finditer(text) if m.end() > m.start()]
@@ -91,6 +109,15 @@ def unit_byte_spans(
     np.ndarray
         Shape ``(n_units, 2)`` int64, contiguous, first start 0, last end ``n_bytes``
         (empty ``(0, 2)`` when the text has no units).
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import segment_units, unit_byte_spans
+    >>> text = "ab  cd. "
+    >>> segment_units(text).tolist()  # "ab", "cd", "."
+    [[0, 2], [4, 6], [6, 7]]
+    >>> unit_byte_spans(text).tolist()  # + the spaces before; the last takes the trailing one
+    [[0, 2], [2, 6], [6, 8]]
     """
     if units is None:
         units = segment_units(text, pattern)

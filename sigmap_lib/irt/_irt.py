@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from sigmap_lib._util._checks import array_like
 from sigmap_lib.errors import SigmapInputError
 
 IRT_MODELS: tuple[str, ...] = ("2PL", "3PL", "4PL")
@@ -82,10 +83,7 @@ def _as_matrix(responses: pd.DataFrame | np.ndarray, what: str) -> tuple[np.ndar
     else:
         x = np.asarray(responses, dtype=float)
         items = [f"item_{j}" for j in range(x.shape[1])] if x.ndim == 2 else []
-    if x.ndim != 2:
-        raise SigmapInputError(
-            f"{what}: responses must be a 2-D (models x items) matrix, got shape {x.shape}"
-        )
+    x = array_like(x, f"{what}: responses", ndim=2, shape="a 2-D (models x items) matrix")
     finite = x[np.isfinite(x)]
     if finite.size and not np.all((finite == 0) | (finite == 1)):
         bad = np.unique(finite[(finite != 0) & (finite != 1)])[:5]
@@ -166,6 +164,23 @@ def fit_irt(
     -------
     IrtFit
         ``params`` in slope-intercept form (``a1, d, g, u, b``), index = item ids.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import fit_irt, simulate_responses
+    >>> true = pd.DataFrame(
+    ...     {"a1": [1.0, 1.5, 0.8, 2.0, 1.2], "d": [0.5, 0.0, -0.5, 1.0, -1.0]},
+    ...     index=["q0", "q1", "q2", "q3", "q4"],
+    ... )
+    >>> theta = np.random.default_rng(0).normal(size=1000)
+    >>> x = pd.DataFrame(simulate_responses(true, theta, rng=1), columns=true.index)
+    >>> fit = fit_irt(x, "2PL")  # 1000 models x 5 items
+    >>> fit.model, fit.converged, list(fit.params.columns)
+    ('2PL', True, ['a1', 'd', 'g', 'u', 'b'])
+    >>> fit.params["a1"].round(1).tolist()  # true slopes 1.0, 1.5, 0.8, 2.0, 1.2
+    [0.9, 1.3, 0.7, 2.1, 1.3]
     """
     import mirt
 
@@ -396,7 +411,19 @@ def _arrays(params: pd.DataFrame) -> tuple[np.ndarray, ...]:
 
 
 def item_probabilities(params: pd.DataFrame, theta: np.ndarray) -> np.ndarray:
-    """P(correct) for every theta and item, shape ``(n_theta, n_items)``."""
+    """P(correct) for every theta and item, shape ``(n_theta, n_items)``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import item_probabilities
+    >>> params = pd.DataFrame({"a1": [1.0, 2.0], "d": [0.0, -2.0]}, index=["q0", "q1"])
+    >>> item_probabilities(params, [-2.0, 0.0, 1.0]).round(3).tolist()  # rows = theta
+    [[0.119, 0.002], [0.5, 0.119], [0.731, 0.5]]
+    >>> # a guessing asymptote g = 0.25 (3PL) is the floor for very weak models
+    >>> item_probabilities(params.assign(g=0.25), [-10.0]).round(3).tolist()
+    [[0.25, 0.25]]
+    """
     from scipy.special import expit
 
     a, d, g, u = _arrays(params)
@@ -412,6 +439,16 @@ def item_information(params: pd.DataFrame, theta_grid: np.ndarray) -> np.ndarray
         I(theta) = a1^2 (P - g)^2 (u - P)^2 / ((u - g)^2 P (1 - P))
 
     computed stably as ``a1^2 (u-g)^2 s^2 (1-s)^2 / (P (1-P))`` with ``s = logistic(a1 theta + d)``.
+
+    Examples
+    --------
+    A 2PL item is most informative at its difficulty ``b = -d / a1``, with ``a1^2 / 4``:
+
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import item_information
+    >>> params = pd.DataFrame({"a1": [1.0, 2.0], "d": [0.0, -2.0]}, index=["q0", "q1"])
+    >>> item_information(params, [0.0, 1.0]).round(3).tolist()  # rows = grid points
+    [[0.25, 0.42], [0.197, 1.0]]
     """
     from scipy.special import expit
 
@@ -453,6 +490,21 @@ def marginal_loglik(
     rule of the PyPI ``mirt`` EM used by :func:`fit_irt`. For steep items the two rules
     differ, and so do the optima of the two programs. A DataFrame is aligned to
     ``params.index`` by column name; missing responses are skipped.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import marginal_loglik, simulate_responses
+    >>> true = pd.DataFrame(
+    ...     {"a1": [1.0, 1.5, 0.8, 2.0, 1.2], "d": [0.5, 0.0, -0.5, 1.0, -1.0]},
+    ...     index=["q0", "q1", "q2", "q3", "q4"],
+    ... )
+    >>> x = simulate_responses(true, np.random.default_rng(0).normal(size=200), rng=1)
+    >>> round(marginal_loglik(true, x), 2)
+    -628.62
+    >>> round(marginal_loglik(true.assign(a1=0.1), x), 2)  # flat items explain less
+    -676.92
     """
     from scipy.special import logsumexp
 
@@ -521,6 +573,28 @@ def estimate_theta(
     -------
     DataFrame with columns ``theta`` and ``se`` (posterior SD for EAP/EAPsum,
     1 / sqrt(test information + 1) for MAP), index = response row ids.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import estimate_theta
+    >>> params = pd.DataFrame(
+    ...     {"a1": [1.0, 1.5, 0.8, 2.0, 1.2], "d": [0.5, 0.0, -0.5, 1.0, -1.0]},
+    ...     index=["q0", "q1", "q2", "q3", "q4"],
+    ... )
+    >>> answers = pd.DataFrame(
+    ...     [[1, 1, 1, 1, 1], [1, 0, 0, 1, 0], [0, 0, 0, 0, 0], [1, 0, np.nan, np.nan, np.nan]],
+    ...     columns=params.index, index=["strong", "mid", "weak", "partial"],
+    ... )
+    >>> estimate_theta(params, answers).round(2)  # MAP; NaN = not answered
+             theta    se
+    strong    1.21  0.70
+    mid      -0.15  0.57
+    weak     -1.19  0.65
+    partial  -0.21  0.75
+    >>> estimate_theta(params, answers.iloc[:3], method="EAPsum")["theta"].round(2).tolist()
+    [1.29, -0.21, -1.3]
     """
     from scipy.stats import norm
 
@@ -668,7 +742,20 @@ def _eapsum(
 def simulate_responses(
     params: pd.DataFrame, theta: np.ndarray, rng: np.random.Generator | int = 0
 ) -> np.ndarray:
-    """Draw 0/1 responses ``(n_theta, n_items)`` (int8) from the model (for simulation and tests)."""
+    """Draw 0/1 responses ``(n_theta, n_items)`` (int8) from the model (for simulation and tests).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import simulate_responses
+    >>> params = pd.DataFrame({"a1": [1.0, 2.0, 1.5], "d": [1.0, 0.0, -1.0]})
+    >>> x = simulate_responses(params, np.random.default_rng(0).normal(size=500), rng=1)
+    >>> x.shape, x.dtype
+    ((500, 3), dtype('int8'))
+    >>> x.mean(axis=0).round(2).tolist()  # easy item first, hard item last
+    [0.67, 0.49, 0.31]
+    """
     rng = np.random.default_rng(rng)
     prob = item_probabilities(params, theta)
     return (rng.random(prob.shape) < prob).astype(np.int8)

@@ -34,7 +34,14 @@ DEFAULT_COVARIATE_SETS: tuple[str, ...] = ("theta", "theta+percent", "theta+perc
 
 
 def parse_covariates(spec: str) -> tuple[str, ...]:
-    """``"theta+percent"`` -> ``("theta", "percent")``, validated and in canonical order."""
+    """``"theta+percent"`` -> ``("theta", "percent")``, validated and in canonical order.
+
+    Examples
+    --------
+    >>> from sigmap_lib.irt import parse_covariates
+    >>> parse_covariates("percent + theta")
+    ('theta', 'percent')
+    """
     parts = [p.strip() for p in str(spec).split("+") if p.strip()]
     bad = [p for p in parts if p not in COVARIATES]
     if bad or not parts or len(set(parts)) != len(parts):
@@ -45,7 +52,15 @@ def parse_covariates(spec: str) -> tuple[str, ...]:
 
 
 def percent_correct(x: np.ndarray, what: str = "score model") -> np.ndarray:
-    """Percent correct per row (0-100) over the answered items; shape ``(n,)``."""
+    """Percent correct per row (0-100) over the answered items; shape ``(n,)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.irt import percent_correct
+    >>> percent_correct(np.array([[1, 0, 1, np.nan], [0, 0, 0, 1]])).round(1).tolist()
+    [66.7, 25.0]
+    """
     arr = np.asarray(x, float)
     answered = np.isfinite(arr).sum(axis=1)
     if np.any(answered == 0):
@@ -180,6 +195,23 @@ def fit_score_model(
     Returns
     -------
     ScoreModel fitted on all rows with the set of lowest CV RMSE (ties: the earlier set).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import estimate_theta, fit_score_model, simulate_responses
+    >>> rng = np.random.default_rng(0)
+    >>> params = pd.DataFrame({"a1": rng.uniform(0.5, 2.0, 10), "d": rng.normal(size=10)})
+    >>> ability = rng.normal(size=100)
+    >>> x = simulate_responses(params, ability, rng=1)  # 100 models x 10 selected items
+    >>> y = 100 / (1 + np.exp(-ability)) + rng.normal(0, 3, size=100)  # full scores
+    >>> theta = estimate_theta(params, x)["theta"].to_numpy()
+    >>> model = fit_score_model(theta, x, y, df=8)
+    >>> model.covariates, {k: round(v, 1) for k, v in model.cv_rmse.items()}
+    ('theta', {'theta': 11.2, 'theta+percent': 11.6, 'theta+percent+linear': 11.6})
+    >>> model.predict(theta[:3], x[:3]).round(1).tolist()  # true 49.2, 82.2, 34.2
+    [34.0, 78.4, 28.8]
     """
     sets = [parse_covariates(s) for s in covariate_sets]
     if not sets:

@@ -73,6 +73,19 @@ def fit_ridge(
     Returns
     -------
     RidgeFit
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.irt import fit_ridge
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(50, 3))
+    >>> y = 2 + x @ np.array([1.0, -0.5, 0.0]) + rng.normal(0, 0.1, size=50)
+    >>> rf = fit_ridge(x, y)
+    >>> rf.coef.round(2).tolist(), round(rf.intercept, 2)
+    ([1.02, -0.51, 0.01], 1.99)
+    >>> rf.loo_pred.shape, round(rf.loo_rmse[rf.alpha], 3)  # exact leave-one-out
+    ((50,), 0.1)
     """
     xa = np.asarray(x, float)
     ya = np.asarray(y, float).reshape(-1)

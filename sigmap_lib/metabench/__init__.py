@@ -3,6 +3,7 @@ the joint fit, persistence, scoring of new models, export and simulation.
 """
 
 from ._common import (
+    full_scores,
     item_statistics,
     rmse,
     split_models,
@@ -62,6 +63,7 @@ __all__ = [
     "fit_joint",
     "fit_metabench",
     "fit_pool_irt",
+    "full_scores",
     "information_filter",
     "item_statistics",
     "load_benchmark_fit",

@@ -12,7 +12,14 @@ from sigmap_lib.errors import SigmapInputError
 
 
 def rmse(a: np.ndarray, b: np.ndarray) -> float:
-    """Root mean squared difference of two equal-length vectors."""
+    """Root mean squared difference of two equal-length vectors.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import rmse
+    >>> round(rmse([50.0, 60.0, 70.0], [52.0, 60.0, 67.0]), 3)
+    2.082
+    """
     a = np.asarray(a, float)
     b = np.asarray(b, float)
     return float(np.sqrt(np.mean((a - b) ** 2)))
@@ -25,6 +32,15 @@ def type4_quantiles(x: np.ndarray, probs: np.ndarray) -> np.ndarray:
     when ``|h| < fuzz``, ``fuzz = 4 eps``), so that bin edges coincide with grid points
     where R's do; ``numpy.quantile(method="interpolated_inverted_cdf")`` differs in the
     last bits, which moves grid points across bin edges.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.metabench import type4_quantiles
+    >>> x = np.array([7.0, 1.0, 11.0, 2.0, 4.0])
+    >>> p = np.array([0, 0.1, 0.25, 0.5, 0.9, 1.0])
+    >>> type4_quantiles(x, p).tolist()  # R: quantile(x, p, type = 4)
+    [1.0, 1.0, 1.25, 3.0, 9.0, 11.0]
     """
     xs = np.sort(np.asarray(x, float).reshape(-1))
     n = len(xs)
@@ -70,7 +86,19 @@ def stratified_folds(y: np.ndarray, n_folds: int, rng: np.random.Generator) -> n
 
 
 def item_statistics(x: np.ndarray, guess_factor: float = 0.75) -> pd.DataFrame:
-    """Classical item statistics: ``sd``, guess-adjusted easiness ``diff``, point-biserial ``disc``."""
+    """Classical item statistics: ``sd``, guess-adjusted easiness ``diff``, point-biserial ``disc``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.metabench import item_statistics
+    >>> x = np.array([[1, 1, 1], [1, 1, 0], [1, 0, 0], [1, 1, 0], [0, 0, 0], [1, 0, 1]])  # 6 x 3
+    >>> item_statistics(x).round(3)  # diff = share correct x 0.75; disc = item-total correlation
+          sd   diff   disc
+    0  0.408  0.625  0.791
+    1  0.548  0.375  0.707
+    2  0.516  0.250  0.625
+    """
     x = np.asarray(x, float)
     total = x.sum(axis=1)
     sd = x.std(axis=0, ddof=1)
@@ -138,6 +166,23 @@ def split_models(full_scores: pd.DataFrame, *, test_frac: float = 0.1, seed: int
 
     Only models with a score in every benchmark column are eligible for the test set;
     the draw is stratified on their grand (row-mean) score (caret::createDataPartition).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sigmap_lib.metabench import split_models
+    >>> rng = np.random.default_rng(0)
+    >>> scores = pd.DataFrame(
+    ...     rng.uniform(0, 100, (100, 2)), columns=["arc", "gsm8k"],
+    ...     index=[f"model_{i}" for i in range(100)],
+    ... )
+    >>> scores.iloc[:10, 1] = np.nan  # not scored on gsm8k: never in the test set
+    >>> split = split_models(scores, test_frac=0.1, seed=0)
+    >>> split.value_counts().to_dict()
+    {'train': 90, 'test': 10}
+    >>> bool((split.iloc[:10] == "train").all())
+    True
     """
     complete = full_scores.dropna()
     if len(complete) < 20:
@@ -153,3 +198,34 @@ def split_models(full_scores: pd.DataFrame, *, test_frac: float = 0.1, seed: int
 
 def stable_hash(text: str) -> int:
     return int.from_bytes(text.encode()[:8].ljust(8, b"\0"), "little") % (2**31)
+
+
+def full_scores(responses: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    """The normalised full-benchmark score of every model: 100 × share of items correct.
+
+    metabench's ``score_full`` (ALGORITHM §0): the percent of a benchmark's items a model
+    answered correctly, over all items of the benchmark (missing answers, NaN, are left
+    out of the mean).
+
+    Parameters
+    ----------
+    responses : dict
+        Benchmark -> 0/1 frame (models × items), indexed by model id.
+
+    Returns
+    -------
+    pd.DataFrame
+        Models × benchmarks (union of the models; NaN where a model has no answers).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> r = {"arc": pd.DataFrame({"i1": [1, 0], "i2": [1, 1]}, index=["m1", "m2"]),
+    ...      "gsm8k": pd.DataFrame({"i1": [0]}, index=["m1"])}
+    >>> full_scores(r)
+            arc  gsm8k
+    m1  100.0    0.0
+    m2   50.0    NaN
+    """
+    return pd.DataFrame({k: 100.0 * v.mean(axis=1) for k, v in responses.items()})
+

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
+from sigmap_lib._util._atomic import atomic_file
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.metabench._fit import MetabenchFit
 
@@ -23,6 +23,29 @@ def export_items(
     answer, ...). Rows keep the selection order and gain ``benchmark``,
     ``selection_order`` and the IRT parameters ``a1, d, g, u, b``.
     Returns benchmark -> JSONL path (the parquet sits beside it).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sigmap_lib.metabench import export_items, fit_metabench, simulate_benchmarks
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> small = dict(  # tiny settings for a fast example
+    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    ... )
+    >>> fit = fit_metabench(responses, scores, **small)
+    >>> questions = {
+    ...     bm: pd.DataFrame({"item_id": p.index, "question": [f"Question {i}?" for i in p.index]})
+    ...     for bm, p in truth["params"].items()
+    ... }
+    >>> paths = export_items(fit, questions, "metabench-items")
+    >>> sorted(p.name for p in paths.values())
+    ['metabench_arc.jsonl', 'metabench_gsm8k.jsonl']
+    >>> rows = pd.read_json(paths["arc"], lines=True)
+    >>> rows.columns.tolist()
+    ['benchmark', 'item_id', 'selection_order', 'question',
+     'irt_a1', 'irt_d', 'irt_g', 'irt_u', 'irt_b']
+    >>> len(rows) == len(fit.selected["arc"])
+    True
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -56,13 +79,7 @@ def export_items(
                 ),
             ),
         ):
-            fd, tmpname = tempfile.mkstemp(prefix=f".{target.name}.", dir=out)
-            os.close(fd)
-            try:
-                writer(tmpname)
-                os.replace(tmpname, target)
-            except BaseException:
-                Path(tmpname).unlink(missing_ok=True)
-                raise
+            with atomic_file(target) as tmp:
+                writer(tmp)
         paths[bm] = jl
     return paths

@@ -301,6 +301,24 @@ def fit_metabench(
     -------
     MetabenchFit with ``.selected``, ``.test_rmse``, ``.benchmarks`` (per-benchmark
     :class:`BenchmarkFit`), ``.joint`` (:class:`JointFit`, when >= 2 benchmarks), ``.split``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import fit_metabench, simulate_benchmarks
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> small = dict(  # tiny settings for a fast example
+    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    ... )
+    >>> fit = fit_metabench(responses, scores, seed=0, **small)
+    >>> {bm: len(items) for bm, items in fit.selected.items()}
+    {'arc': 14, 'gsm8k': 14}
+    >>> table = fit.rmse_table()
+    >>> table[["benchmark", "n_items", "irt_model", "test_rmse", "random_test_rmse"]].round(1)
+      benchmark  n_items irt_model  test_rmse  random_test_rmse
+    0       arc       14       2PL        5.8               7.5
+    1     gsm8k       14       2PL        6.2               7.9
+    >>> round(fit.grand_test_rmse, 1)  # the mean score, from both benchmarks' theta jointly
+    4.7
     """
     cfg = MetabenchConfig.from_kwargs(**config)
     check_inputs(responses, full_scores)
@@ -339,6 +357,22 @@ def fit_benchmarks(
 
     Returns the fits (in ``responses`` order) and each benchmark's wall seconds;
     ``on_done(benchmark, fit, seconds)`` is called as each finishes.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     MetabenchConfig, fit_benchmarks, simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> config = MetabenchConfig(  # tiny settings for a fast example
+    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    ... )
+    >>> split = split_models(scores)
+    >>> fits, seconds = fit_benchmarks(responses, scores, split, config=config)
+    >>> {bm: (f.irt_model, len(f.selected)) for bm, f in fits.items()}
+    {'arc': ('2PL', 14), 'gsm8k': ('2PL', 14)}
+    >>> sorted(seconds) == ["arc", "gsm8k"]
+    True
     """
     cfg = config or MetabenchConfig()
     if n_jobs < 1:

@@ -33,7 +33,22 @@ def _need(path: Path, what: str) -> Path:
 
 
 def save_item_pool(pool, path: str | os.PathLike) -> Path:
-    """Store a :class:`sigmap_lib.metabench.ItemPool`."""
+    """Store a :class:`sigmap_lib.metabench.ItemPool`.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     build_item_pool, load_item_pool, save_item_pool, simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> pool = build_item_pool("arc", responses["arc"], scores["arc"], split_models(scores))
+    >>> save_item_pool(pool, "arc-pool")
+    PosixPath('arc-pool')
+    >>> sorted(p.name for p in save_item_pool(pool, "arc-pool").iterdir())  # overwrites atomically
+    ['item_stats.parquet', 'pool.json', 'roles.parquet']
+    >>> load_item_pool("arc-pool").pool_items == pool.pool_items
+    True
+    """
 
     def write(tmp: Path) -> None:
         pool.item_stats.to_parquet(tmp / "item_stats.parquet")
@@ -52,6 +67,22 @@ def save_item_pool(pool, path: str | os.PathLike) -> Path:
 
 
 def load_item_pool(path: str | os.PathLike):
+    """Read a :class:`sigmap_lib.metabench.ItemPool` written by :func:`save_item_pool`.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     build_item_pool, load_item_pool, save_item_pool, simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> pool = build_item_pool("arc", responses["arc"], scores["arc"], split_models(scores))
+    >>> path = save_item_pool(pool, "arc-pool")
+    >>> back = load_item_pool(path)
+    >>> back.benchmark, len(back.pool_items), back.roles.value_counts().to_dict()
+    ('arc', 30, {'train': 159, 'test': 21, 'val': 19, 'outlier': 1})
+    >>> back.item_stats.equals(pool.item_stats)
+    True
+    """
     from sigmap_lib.metabench._pool import ItemPool
 
     p = Path(path)
@@ -67,7 +98,25 @@ def load_item_pool(path: str | os.PathLike):
 
 
 def save_pool_irt(pirt, path: str | os.PathLike) -> Path:
-    """Store a :class:`sigmap_lib.metabench.PoolIrt` (parameters and θ per IRT model)."""
+    """Store a :class:`sigmap_lib.metabench.PoolIrt` (parameters and θ per IRT model).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_pool_irt, save_pool_irt,
+    ...     simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> config = MetabenchConfig(pool_size=20, n_subsets=20, irt_models=("2PL",), gam_df=5)
+    >>> x, y = responses["arc"], scores["arc"]
+    >>> pool = build_item_pool("arc", x, y, split_models(scores), config=config)
+    >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
+    >>> path = save_pool_irt(pool_irt, "arc-pool-irt")
+    >>> sorted(p.name for p in path.iterdir())
+    ['cv.parquet', 'params_0.parquet', 'pool_irt.json', 'thetas_0.parquet', 'thetas_1.parquet']
+    >>> load_pool_irt(path).params["2PL"].equals(pool_irt.params["2PL"])
+    True
+    """
 
     def write(tmp: Path) -> None:
         names = {}
@@ -86,6 +135,28 @@ def save_pool_irt(pirt, path: str | os.PathLike) -> Path:
 
 
 def load_pool_irt(path: str | os.PathLike):
+    """Read a :class:`sigmap_lib.metabench.PoolIrt` written by :func:`save_pool_irt`.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_pool_irt, save_pool_irt,
+    ...     simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> config = MetabenchConfig(pool_size=20, n_subsets=20, irt_models=("2PL",), gam_df=5)
+    >>> x, y = responses["arc"], scores["arc"]
+    >>> pool = build_item_pool("arc", x, y, split_models(scores), config=config)
+    >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
+    >>> back = load_pool_irt(save_pool_irt(pool_irt, "arc-pool-irt"))
+    >>> back.benchmark, list(back.params), list(back.thetas)
+    ('arc', ['2PL'], ['2PL/MAP', '2PL/EAPsum'])
+    >>> back.thetas["2PL/MAP"].round(2).head(2)
+                 theta    se
+    model
+    model_00001  -0.88  0.34
+    model_00003   0.15  0.37
+    """
     from sigmap_lib.metabench._pool import PoolIrt
 
     p = Path(path)
@@ -103,7 +174,29 @@ def load_pool_irt(path: str | os.PathLike):
 
 
 def save_benchmark_fit(fit, split: pd.Series, config, path: str | os.PathLike) -> Path:
-    """Store a :class:`sigmap_lib.metabench.BenchmarkFit` (as a one-benchmark MetabenchFit)."""
+    """Store a :class:`sigmap_lib.metabench.BenchmarkFit` (as a one-benchmark MetabenchFit).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_benchmark_fit, save_benchmark_fit,
+    ...     select_items, simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> config = MetabenchConfig(  # tiny settings for a fast example
+    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    ... )
+    >>> x, y, split = responses["arc"], scores["arc"], split_models(scores)
+    >>> pool = build_item_pool("arc", x, y, split, config=config)
+    >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
+    >>> fit = select_items("arc", x, y, pool, pool_irt, config=config)
+    >>> path = save_benchmark_fit(fit, split, config, "arc-selection")
+    >>> sorted(p.name for p in path.iterdir())[:4]
+    ['arc__gam.parquet', 'arc__item_stats.parquet', 'arc__params.parquet',
+     'arc__pool_params.parquet']
+    >>> load_benchmark_fit(path).selected == fit.selected
+    True
+    """
     from sigmap_lib.metabench._fit import MetabenchFit
 
     return MetabenchFit(
@@ -112,6 +205,30 @@ def save_benchmark_fit(fit, split: pd.Series, config, path: str | os.PathLike) -
 
 
 def load_benchmark_fit(path: str | os.PathLike):
+    """Read the :class:`sigmap_lib.metabench.BenchmarkFit` written by :func:`save_benchmark_fit`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.metabench import (
+    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_benchmark_fit, save_benchmark_fit,
+    ...     select_items, simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> config = MetabenchConfig(  # tiny settings for a fast example
+    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    ... )
+    >>> x, y, split = responses["arc"], scores["arc"], split_models(scores)
+    >>> pool = build_item_pool("arc", x, y, split, config=config)
+    >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
+    >>> fit = select_items("arc", x, y, pool, pool_irt, config=config)
+    >>> back = load_benchmark_fit(save_benchmark_fit(fit, split, config, "arc-selection"))
+    >>> back.benchmark, back.irt_model, back.theta_method, len(back.selected)
+    ('arc', '2PL', 'EAPsum', 14)
+    >>> theta, answers = fit.thetas["theta"].to_numpy(), x[fit.selected].to_numpy()
+    >>> bool(np.allclose(back.predict_scores(theta, answers), fit.predict_scores(theta, answers)))
+    True
+    """
     from sigmap_lib.metabench._fit import MetabenchFit
 
     p = Path(path)

@@ -50,6 +50,24 @@ def build_item_pool(
     responses : DataFrame (models x items), 0/1.
     scores : Series model -> normalised full score (0-100).
     split : Series model -> "train"/"test" from :func:`split_models` (models absent: train).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     MetabenchConfig, build_item_pool, simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> split = split_models(scores)
+    >>> config = MetabenchConfig(pool_size=20, n_subsets=20)  # pool of 20 of the 30 items
+    >>> pool = build_item_pool("arc", responses["arc"], scores["arc"], split, config=config)
+    >>> len(pool.pool_items), pool.roles.value_counts().to_dict()
+    (20, {'train': 159, 'test': 21, 'val': 19, 'outlier': 1})
+    >>> pool.item_stats.round(2).head(3)  # excluded_by is "" for items that pass the filters
+             sd  diff  disc excluded_by  in_pool
+    item
+    arc.0  0.36  0.11  0.33                 True
+    arc.1  0.50  0.39  0.34                False
+    arc.2  0.34  0.65  0.37                 True
     """
     cfg = config or MetabenchConfig()
     x = responses.to_numpy(float)
@@ -156,7 +174,25 @@ def fit_pool_irt(
     config: MetabenchConfig | None = None,
 ) -> PoolIrt:
     """Fit every configured IRT model to the pool (train + validation models) and rank
-    (model, θ-method) pairs by validation RMSE of ``score ~ s(θ)`` fitted on train."""
+    (model, θ-method) pairs by validation RMSE of ``score ~ s(θ)`` fitted on train.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     MetabenchConfig, build_item_pool, fit_pool_irt, simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> split = split_models(scores)
+    >>> config = MetabenchConfig(pool_size=20, n_subsets=20, irt_models=("2PL",), gam_df=5)
+    >>> pool = build_item_pool("arc", responses["arc"], scores["arc"], split, config=config)
+    >>> pirt = fit_pool_irt("arc", responses["arc"], scores["arc"], pool, config=config)
+    >>> list(pirt.params), list(pirt.thetas)
+    (['2PL'], ['2PL/MAP', '2PL/EAPsum'])
+    >>> pirt.cv[["irt_model", "theta_method", "val_rmse"]].round(1)  # best pair first
+      irt_model theta_method  val_rmse
+    0       2PL       EAPsum       4.3
+    1       2PL          MAP       4.9
+    """
     cfg = config or MetabenchConfig()
     roles = pool.roles.reindex(responses.index)
     rows = roles.isin(["train", "val"]).to_numpy()

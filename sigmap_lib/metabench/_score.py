@@ -30,6 +30,34 @@ def score_new_models(
         reconstruction (``BenchmarkFit.predict_scores``: the GAM on θ and, when chosen, the
         percent correct and linear predictor of the selected items); "grand" (only when
         every benchmark is given) from the joint GAM on all θ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from sigmap_lib.irt import simulate_responses
+    >>> from sigmap_lib.metabench import fit_metabench, score_new_models, simulate_benchmarks
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> small = dict(  # tiny settings for a fast example
+    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    ... )
+    >>> fit = fit_metabench(responses, scores, **small)
+    >>> def answers(bm):  # three new models that answer only the selected items
+    ...     p = truth["params"][bm]
+    ...     x = simulate_responses(p, np.array([-1.0, 0.0, 1.5]), rng=1)
+    ...     x = pd.DataFrame(x, columns=p.index, index=["weak", "mid", "strong"])
+    ...     return x[fit.selected[bm]]
+    >>> thetas, recon = score_new_models(fit, {bm: answers(bm) for bm in ["arc", "gsm8k"]})
+    >>> thetas.round(1)
+            arc  gsm8k
+    weak   -0.9   -1.0
+    mid    -0.5    0.4
+    strong  1.5    1.2
+    >>> recon.round(1)  # reconstructed full scores; "grand" (their mean) from the joint GAM
+             arc  gsm8k  grand
+    weak    37.2   32.0   34.7
+    mid     46.7   65.8   56.2
+    strong  86.6   82.2   86.2
     """
     if not responses:
         raise SigmapInputError("score_new_models: no responses given")

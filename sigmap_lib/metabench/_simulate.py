@@ -37,6 +37,22 @@ def simulate_benchmarks(
     Returns
     -------
     responses, full_scores, truth (``{"theta": DataFrame, "params": {bm: DataFrame}}``).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import simulate_benchmarks
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> responses["arc"].shape, responses["gsm8k"].shape, scores.shape
+    ((200, 30), (200, 40), (200, 2))
+    >>> responses["arc"].iloc[:2, :4]
+    item         arc.0  arc.1  arc.2  arc.3
+    model
+    model_00000      0      0      1      0
+    model_00001      0      0      1      1
+    >>> bool(scores.loc["model_00000", "arc"] == 100 * responses["arc"].loc["model_00000"].mean())
+    True
+    >>> list(truth["params"]["arc"].columns), truth["theta"].shape  # planted items and abilities
+    (['a1', 'd', 'g', 'u'], (200, 2))
     """
     from sigmap_lib.irt._irt import simulate_responses
 

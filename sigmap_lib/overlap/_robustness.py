@@ -99,6 +99,30 @@ def signature_robustness(
     -------
     list[Variant]
         With each variant's signatures, matrix and agreement with ``main``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import signature_overlap, signature_robustness
+    >>> from sigmap_lib.signatures import extract_signatures
+    >>> rng = np.random.default_rng(0)
+    >>> nll = rng.normal(10.0, 1.0, size=(400, 16)).astype(np.float32)  # units x models
+    >>> nbytes = np.full(400, 4)
+    >>> bpb = nll / (nbytes[:, None] * np.log(2))
+    >>> mean, sd = bpb.mean(axis=0), bpb.std(axis=0)
+    >>> names = ["arc", "arc_easy", "gsm8k"]
+    >>> y = -nll[[5, 5, 300]].T + 0.3 * rng.normal(size=(16, 3))
+    >>> kw = {"k": 10, "criterion": "aic"}
+    >>> found = extract_signatures(nll, y, benchmark_names=names, **kw)
+    >>> sigs = {s.benchmark: s.units for s in found}
+    >>> main = signature_overlap(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd)
+    >>> variants = signature_robustness(
+    ...     list(nll.T), y, names, main=main, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd,
+    ...     extract_kwargs=kw, n_model_subsets=1,
+    ... )
+    >>> [(v.name, round(v.agreement, 2), v.n_pairs) for v in variants]  # 3 pairs: coarse rho
+    [('screening=preselect', 0.5, 3), ('corpus half 1', 0.5, 3), ('corpus half 2', 1.0, 3),
+     ('models subset 1', -1.0, 3), ('criterion=bic', 1.0, 3), ('criterion=ebic', 1.0, 3)]
     """
     from sigmap_lib.overlap._analysis import agreement
     from sigmap_lib.signatures._signature import extract_signatures

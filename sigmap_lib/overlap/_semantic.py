@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._threads import single_blas_thread
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.overlap._matrix import OverlapMatrix
 
@@ -78,17 +79,6 @@ def _sum_rows(emb: np.ndarray, idx: np.ndarray) -> np.ndarray:
     return (counts @ emb).astype(np.float64)
 
 
-def _single_thread_blas():
-    """Context limiting BLAS to one thread (threadpoolctl when installed)."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - threadpoolctl ships with scikit-learn
-        import contextlib
-
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
-
-
 def _normalize_rows(x: np.ndarray, what: str) -> np.ndarray:
     norm = np.linalg.norm(x, axis=1, keepdims=True)
     if not (norm > 0).all():
@@ -156,6 +146,28 @@ def semantic_overlap(
         ``extra["se"]`` = ``sd / sqrt(T)``; ``extra["n_questions"]`` = ``(B,)`` sizes;
         ``extra["self_similarity"]``, ``extra["self_similarity_sd"]`` = ``(B,)`` (NaN for
         single-question benchmarks); ``extra["T"]``, ``extra["seed"]``, ``extra["replace"]``.
+
+    Examples
+    --------
+    Two benchmarks of questions about one topic and one about another (precomputed
+    embeddings; :func:`sigmap_lib.overlap.embed_texts` makes real ones):
+
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import semantic_overlap
+    >>> rng = np.random.default_rng(0)
+    >>> topic = 2 * rng.normal(size=(2, 16))
+    >>> emb = {
+    ...     "algebra": topic[0] + rng.normal(size=(20, 16)),
+    ...     "geometry": topic[0] + rng.normal(size=(12, 16)),
+    ...     "law": topic[1] + rng.normal(size=(15, 16)),
+    ... }
+    >>> m = semantic_overlap(emb, T=200)
+    >>> np.round(m.values, 2).tolist()
+    [[1.0, 0.98, 0.2], [0.98, 1.0, 0.24], [0.2, 0.24, 1.0]]
+    >>> m.n_common.tolist()  # questions per draw: the smaller benchmark's size
+    [[20, 12, 15], [12, 12, 12], [15, 12, 15]]
+    >>> np.round(m.extra["self_similarity"], 2).tolist()
+    [0.97, 0.95, 0.93]
     """
     if not isinstance(embeddings, Mapping) or len(embeddings) == 0:
         raise SigmapInputError(
@@ -235,7 +247,7 @@ def semantic_overlap(
                 orders[i] = None  # last size this benchmark is needed at
         gpos = [active.index(i) for i in group]
         unitsT = np.ascontiguousarray(units.transpose(0, 2, 1))  # (T, dim, |active|)
-        with _single_thread_blas():  # many small GEMMs: BLAS threading only adds overhead
+        with single_blas_thread():  # many small GEMMs: BLAS threading only adds overhead
             cos = np.matmul(
                 np.ascontiguousarray(units[:, gpos, :]), unitsT
             )  # (T, |group|, |active|)

@@ -90,6 +90,26 @@ def signature_model_scores(
     labels : list of str
     scores : np.ndarray
         ``(n_models, B)`` float64.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import signature_model_scores
+    >>> rng = np.random.default_rng(0)
+    >>> nll = rng.gamma(4.0, 2.0, size=(6, 3))  # 6 units x 3 models, nats
+    >>> nbytes = np.array([4, 5, 3, 6, 4, 5])
+    >>> bpb = nll / (nbytes[:, None] * np.log(2))  # here the whole "corpus" is 6 units
+    >>> labels, scores = signature_model_scores(
+    ...     {"arc": [0, 2], "gsm8k": [3, 4, 5]}, nll=nll, unit_nbytes=nbytes,
+    ...     bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0),
+    ... )
+    >>> labels, scores.shape
+    (['arc', 'gsm8k'], (3, 2))
+    >>> np.round(scores, 3).tolist()
+    [[-0.558, -0.003], [0.876, -0.32], [0.711, -0.155]]
+    >>> z = (bpb - bpb.mean(axis=0)) / bpb.std(axis=0)
+    >>> bool(np.allclose(scores[:, 0], z[[0, 2]].mean(axis=0)))
+    True
     """
     bpb_mean = np.asarray(bpb_mean, dtype=np.float64)
     bpb_sd = np.asarray(bpb_sd, dtype=np.float64)
@@ -170,6 +190,23 @@ def signature_overlap(
     OverlapMatrix
         ``level="signature"``; ``n_common`` = number of models; ``extra["model_scores"]``
         = the ``(n_models, B)`` signature scores (input of :func:`bootstrap_ci`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import signature_overlap
+    >>> rng = np.random.default_rng(0)
+    >>> nll = rng.normal(10.0, 1.0, size=(30, 8))  # 30 units x 8 models
+    >>> nbytes = np.full(30, 4)
+    >>> bpb = nll / (nbytes[:, None] * np.log(2))
+    >>> sigs = {"arc": [0, 1], "arc_easy": [1, 2], "gsm8k": [10, 11, 12]}
+    >>> m = signature_overlap(
+    ...     sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0)
+    ... )
+    >>> np.round(m.values, 3).tolist()
+    [[1.0, 0.667, 0.214], [0.667, 1.0, -0.071], [0.214, -0.071, 1.0]]
+    >>> int(m.n_common[0, 1]), m.extra["model_scores"].shape
+    (8, (8, 3))
     """
     labels, s = signature_model_scores(
         signatures, nll=nll, unit_nbytes=unit_nbytes, bpb_mean=bpb_mean, bpb_sd=bpb_sd, units=units
@@ -230,6 +267,33 @@ def signature_overlap_null(
         The observed overlap with ``extra["p_value"]`` ``(B, B)`` (NaN diagonal),
         ``extra["null_mean"]``, ``extra["null_sd"]`` ``(B, B)``, ``extra["null"]``
         ``(n_perm, B, B)``, ``extra["n_perm"]``, ``extra["mode"]``.
+
+    Examples
+    --------
+    ``arc`` and ``arc_easy`` are driven by the same unit; a toy ``extract`` keeps the two
+    units most correlated with each benchmark:
+
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import signature_overlap_null
+    >>> rng = np.random.default_rng(0)
+    >>> nll = rng.normal(10.0, 1.0, size=(50, 20))  # 50 units x 20 models
+    >>> nbytes = np.full(50, 4)
+    >>> bpb = nll / (nbytes[:, None] * np.log(2))
+    >>> scores = -nll[[0, 0, 7]].T + 0.2 * rng.normal(size=(20, 3))
+    >>> def extract(y):
+    ...     r = np.corrcoef(y.T, nll)[:3, 3:]  # (3 benchmarks, 50 units)
+    ...     names = ["arc", "arc_easy", "gsm8k"]
+    ...     return {b: np.argsort(-np.abs(r[j]))[:2] for j, b in enumerate(names)}
+    >>> kw = dict(nll=nll, unit_nbytes=nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
+    >>> res = signature_overlap_null(extract, scores, n_perm=19, **kw)
+    >>> round(res.get("arc", "arc_easy"), 2), res.extra["null"].shape
+    (0.43, (19, 3, 3))
+    >>> # p = (1 + #{null >= observed}) / 20: the joint null keeps the correlated scores
+    >>> float(res.extra["p_value"][0, 1])
+    0.6
+    >>> res = signature_overlap_null(extract, scores, n_perm=19, mode="independent", **kw)
+    >>> float(res.extra["p_value"][0, 1])
+    0.1
     """
     if n_perm < 1:
         raise SigmapInputError(f"signature_overlap_null: n_perm must be >= 1, got {n_perm}")

@@ -26,6 +26,7 @@ from ._plots import (
     level_distributions,
     scatter_true_vs_pred,
 )
+from ._truth import truth_sections
 
 __all__ = [
     "Section",
@@ -42,4 +43,5 @@ __all__ = [
     "plot_test_information",
     "render_html_report",
     "scatter_true_vs_pred",
+    "truth_sections",
 ]

@@ -34,6 +34,18 @@ def domain_shares(
     polars.DataFrame
         One row per (benchmark, domain): ``benchmark``, ``function``, ``domain``,
         ``units``, ``share``, ``corpus_share``, ``lift`` (share / corpus_share).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.reporting import domain_shares
+    >>> unit_domain = np.array(["code"] * 20 + ["prose"] * 80)  # domain of each corpus unit
+    >>> sigs = {"humaneval": [0, 3, 5, 90], "lambada": [30, 40, 50, 60]}
+    >>> functions = {"humaneval": "code", "lambada": "prose"}
+    >>> shares = domain_shares(sigs, unit_domain, functions=functions)
+    >>> shares.select("benchmark", "domain", "units", "share", "corpus_share", "lift").rows()
+    [('humaneval', 'code', 3, 0.75, 0.2, 3.75), ('humaneval', 'prose', 1, 0.25, 0.8, 0.3125),
+     ('lambada', 'code', 0, 0.0, 0.2, 0.0), ('lambada', 'prose', 4, 1.0, 0.8, 1.25)]
     """
     import polars as pl
 
@@ -67,6 +79,17 @@ def matching_domain_summary(shares, bench_domain: Mapping[str, str]):
     ``bench_domain`` maps a benchmark to the corpus domain whose text exercises its skill
     (e.g. ``cloze_arithmetic`` → ``arithmetic``); benchmarks without one are left out.
     ``lift`` > 1 means the signature over-represents that domain relative to the corpus.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.reporting import domain_shares, matching_domain_summary
+    >>> unit_domain = np.array(["code"] * 20 + ["prose"] * 80)  # domain of each corpus unit
+    >>> sigs = {"humaneval": [0, 3, 5, 90], "lambada": [30, 40, 50, 60], "arc": [1, 2]}
+    >>> shares = domain_shares(sigs, unit_domain)
+    >>> summary = matching_domain_summary(shares, {"humaneval": "code", "lambada": "prose"})
+    >>> summary.select("benchmark", "domain", "signature_share", "corpus_share", "lift").rows()
+    [('humaneval', 'code', 0.75, 0.2, 3.75), ('lambada', 'prose', 1.0, 0.8, 1.25)]
     """
     import polars as pl
 

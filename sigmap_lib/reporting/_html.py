@@ -10,13 +10,13 @@ from __future__ import annotations
 import base64
 import html
 import math
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sigmap_lib._util._atomic import atomic_write_text
 from sigmap_lib.errors import SigmapInputError
 
 
@@ -216,6 +216,20 @@ def render_html_report(
     -------
     Path
         ``out_path``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sigmap_lib.reporting import Section, render_html_report
+    >>> top = pd.DataFrame({"model": ["a", "b"], "arc": [71.5, 64.0]})
+    >>> sections = [
+    ...     Section("Findings", "- The signature level is **not** inflated by format."),
+    ...     {"title": "Scores", "tables": [("top models", top)]},  # a dict works too
+    ... ]
+    >>> path = render_html_report(sections, "report.html", title="demo", intro="A tiny report.")
+    >>> page = path.read_text()  # one self-contained file
+    >>> "<strong>not</strong>" in page, "<td>71.5</td>" in page
+    (True, True)
     """
     parts = [
         "<!DOCTYPE html>",
@@ -244,9 +258,4 @@ def render_html_report(
             parts.append(_image_html(cap, Path(p)))
         parts.append("</section>")
     parts.append("</body></html>")
-    out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.{os.getpid()}.tmp")
-    tmp.write_text("\n".join(parts), encoding="utf-8")
-    os.replace(tmp, out_path)
-    return out_path
+    return atomic_write_text(Path(out_path), "\n".join(parts))

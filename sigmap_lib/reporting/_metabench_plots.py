@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._atomic import atomic_file
 from sigmap_lib.irt._irt import item_information
 from sigmap_lib.metabench._fit import MetabenchFit
 
@@ -16,7 +17,20 @@ from sigmap_lib.metabench._fit import MetabenchFit
 
 
 def plot_reconstruction(fit: MetabenchFit, path: str | os.PathLike) -> Path:
-    """Scatter of reconstructed vs true score for the test models, one panel per benchmark (PNG)."""
+    """Scatter of reconstructed vs true score for the test models, one panel per benchmark (PNG).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import fit_metabench, simulate_benchmarks
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> fit = fit_metabench(  # tiny settings for a fast example
+    ...     responses, scores, pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15,
+    ...     gam_df=5, top_k=1, n_tau=3,
+    ... )
+    >>> from sigmap_lib.reporting import plot_reconstruction
+    >>> plot_reconstruction(fit, "reconstruction.png")  # one panel per benchmark, test models
+    PosixPath('reconstruction.png')
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -47,7 +61,20 @@ def plot_reconstruction(fit: MetabenchFit, path: str | os.PathLike) -> Path:
 
 
 def plot_test_information(fit: MetabenchFit, path: str | os.PathLike) -> Path:
-    """Test information curves (sum of selected items' information) per benchmark (PNG)."""
+    """Test information curves (sum of selected items' information) per benchmark (PNG).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import fit_metabench, simulate_benchmarks
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> fit = fit_metabench(  # tiny settings for a fast example
+    ...     responses, scores, pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15,
+    ...     gam_df=5, top_k=1, n_tau=3,
+    ... )
+    >>> from sigmap_lib.reporting import plot_test_information
+    >>> plot_test_information(fit, "test_information.png")  # one curve per benchmark
+    PosixPath('test_information.png')
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -68,9 +95,9 @@ def _save_fig(figure: Any, path: str | os.PathLike) -> Path:
     import matplotlib.pyplot as plt
 
     dest = Path(path)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.tmp.png")
-    figure.savefig(tmp, dpi=110)
-    plt.close(figure)
-    os.replace(tmp, dest)
+    try:
+        with atomic_file(dest) as tmp:
+            figure.savefig(tmp, dpi=110, format="png")
+    finally:
+        plt.close(figure)
     return dest

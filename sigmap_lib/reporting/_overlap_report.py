@@ -24,7 +24,32 @@ def _fmt(x: Any) -> str:
 
 
 def level_analyses(matrix: Any, meta: Mapping[str, Mapping[str, str]]) -> dict[str, Any]:
-    """Family/format Mann–Whitney tests, function matrix, spread and clustering of one level."""
+    """Family/format Mann–Whitney tests, function matrix, spread and clustering of one level.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.reporting import level_analyses
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ...     level="performance",
+    ... )
+    >>> meta = {
+    ...     "arc": {"family": "ARC", "format": "mc", "function": "reasoning"},
+    ...     "arc_easy": {"family": "ARC", "format": "mc", "function": "reasoning"},
+    ...     "gsm8k": {"family": "GSM8K", "format": "gen", "function": "math"},
+    ...     "math": {"family": "MATH", "format": "gen", "function": "math"},
+    ... }
+    >>> res = level_analyses(m, meta)
+    >>> sorted(res)
+    ['cluster', 'family', 'format', 'function', 'spread']
+    >>> res["family"]["n_same"], res["format"]["n_same"], res["function"]["within_mean"]
+    (1, 2, 0.75)
+    >>> res["cluster"].order
+    ['arc', 'arc_easy', 'gsm8k', 'math']
+    """
     from sigmap_lib.overlap._analysis import cluster, function_matrix, group_test, spread
 
     sub = {k: v for k, v in meta.items() if k in matrix.labels}
@@ -131,6 +156,33 @@ def build_overlap_report(
     summary : dict
         JSON-able: per level the tests, spread and function means; the claims as text;
         the robustness agreements; the alignment per function.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from pathlib import Path
+    >>> from sigmap_lib.reporting import build_overlap_report, render_html_report
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ...     level="performance",
+    ... )
+    >>> meta = {
+    ...     "arc": {"family": "ARC", "format": "mc", "function": "reasoning"},
+    ...     "arc_easy": {"family": "ARC", "format": "mc", "function": "reasoning"},
+    ...     "gsm8k": {"family": "GSM8K", "format": "gen", "function": "math"},
+    ...     "math": {"family": "MATH", "format": "gen", "function": "math"},
+    ... }
+    >>> sections, summary = build_overlap_report({"performance": m}, meta, "plots")
+    >>> [s.title for s in sections]
+    ['Findings', 'The three levels side by side', 'Performance level']
+    >>> summary["levels"]["performance"]["cluster_order"]
+    ['arc', 'arc_easy', 'gsm8k', 'math']
+    >>> sorted(p.name for p in Path("plots").iterdir())
+    ['overlap_levels.png', 'report_performance_dendrogram.png', 'report_performance_heatmap.png']
+    >>> render_html_report(sections, "overlap.html", title="Overlap").name
+    'overlap.html'
     """
     import polars as pl
 

@@ -6,13 +6,13 @@ Every function writes one PNG atomically (temporary name, then rename) and retur
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._atomic import atomic_file
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.overlap._matrix import OverlapMatrix
 
@@ -28,11 +28,11 @@ def _plt():
 
 def _save(fig: Any, path: str | Path, dpi: int = 110) -> Path:
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.tmp.png")
-    fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png")
-    _plt().close(fig)
-    os.replace(tmp, path)
+    try:
+        with atomic_file(path) as tmp:
+            fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png")
+    finally:
+        _plt().close(fig)
     return path
 
 
@@ -63,6 +63,19 @@ def heatmap(
         Colour range (default: range of the off-diagonal values).
     annotate : bool, optional
         Write values into cells (default: when B <= 15).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.reporting import heatmap
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ...     level="performance",
+    ... )
+    >>> heatmap(m, "performance_heatmap.png", title="performance overlap")  # clustered order
+    PosixPath('performance_heatmap.png')
     """
     plt = _plt()
     b = len(matrix.labels)
@@ -109,7 +122,22 @@ def heatmap(
 
 
 def dendrogram(matrix: OverlapMatrix, path: str | Path, *, title: str = "") -> Path:
-    """Dendrogram of average-linkage clustering on ``1 − overlap`` (NaN → overlap 0)."""
+    """Dendrogram of average-linkage clustering on ``1 − overlap`` (NaN → overlap 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.reporting import dendrogram
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ...     level="performance",
+    ... )
+    >>> path = dendrogram(m, "performance_dendrogram.png")
+    >>> path.name, path.stat().st_size > 0
+    ('performance_dendrogram.png', True)
+    """
     plt = _plt()
     from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
 
@@ -141,6 +169,20 @@ def level_distributions(
     Parameters
     ----------
     levels : mapping name -> OverlapMatrix or 1-D array of values
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.reporting import level_distributions
+    >>> m = OverlapMatrix(
+    ...     ("arc", "arc_easy", "gsm8k", "math"),
+    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
+    ...     level="performance",
+    ... )
+    >>> semantic = np.array([0.15, 0.3, 0.22, 0.4, 0.35, 0.18])  # or a second OverlapMatrix
+    >>> level_distributions({"semantic": semantic, "performance": m}, "levels.png")
+    PosixPath('levels.png')
     """
     plt = _plt()
     names, data = [], []
@@ -173,7 +215,17 @@ def correlation_histogram(
     edges: np.ndarray, counts: np.ndarray, path: str | Path, title: str = "", *, log: bool = True
 ) -> Path:
     """Histogram from precomputed bin ``edges`` ``(k+1,)`` and ``counts`` ``(k,)``
-    (e.g. the screening correlations of all corpus units), log count axis by default."""
+    (e.g. the screening correlations of all corpus units), log count axis by default.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.reporting import correlation_histogram
+    >>> r = np.random.default_rng(0).normal(0, 0.1, size=10_000)  # e.g. screening correlations
+    >>> counts, edges = np.histogram(r, bins=40)
+    >>> correlation_histogram(edges, counts, "correlations.png", title="unit-score correlations")
+    PosixPath('correlations.png')
+    """
     plt = _plt()
     edges = np.asarray(edges, dtype=float)
     counts = np.asarray(counts, dtype=float)
@@ -202,7 +254,18 @@ def scatter_true_vs_pred(
     xlabel: str = "true score",
     ylabel: str = "reconstructed score",
 ) -> Path:
-    """Scatter of predicted vs true values with the identity line, RMSE and Spearman ρ."""
+    """Scatter of predicted vs true values with the identity line, RMSE and Spearman ρ.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.reporting import scatter_true_vs_pred
+    >>> rng = np.random.default_rng(0)
+    >>> true = rng.uniform(20, 80, size=50)
+    >>> pred = true + rng.normal(0, 3, size=50)
+    >>> scatter_true_vs_pred(true, pred, "reconstruction.png", title="arc")  # RMSE, rho in title
+    PosixPath('reconstruction.png')
+    """
     plt = _plt()
     from scipy.stats import spearmanr
 

@@ -8,16 +8,19 @@ from ._screening import (
     preselect_from_codes,
     score_coefficients,
     screen,
+    split_screenable,
     strength_of,
     thrush_correlation,
     thrush_from_codes,
     thrush_max,
+    unscreenable_reason,
 )
 from ._selection import (
     SelectionResult,
     criterion_value,
     forward_select,
 )
+from ._settings import SignatureSettings
 from ._signature import (
     NullCalibration,
     Signature,
@@ -31,6 +34,7 @@ __all__ = [
     "ScreenResult",
     "SelectionResult",
     "Signature",
+    "SignatureSettings",
     "criterion_value",
     "extract_signature",
     "extract_signatures",
@@ -40,8 +44,10 @@ __all__ = [
     "preselect_from_codes",
     "score_coefficients",
     "screen",
+    "split_screenable",
     "strength_of",
     "thrush_correlation",
     "thrush_from_codes",
     "thrush_max",
+    "unscreenable_reason",
 ]

@@ -37,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._checks import array_like
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll._ranks import (
     EXACT_INT_DTYPES,
@@ -57,21 +58,15 @@ STATISTICS = ("thrush", "preselect")
 
 
 def _as_scores(scores: Any, n_models: int | None = None) -> tuple[np.ndarray, bool]:
-    y = np.asarray(scores, dtype=np.float64)
-    squeeze = y.ndim == 1
-    if squeeze:
-        y = y[:, None]
-    if y.ndim != 2:
-        raise SigmapInputError(
-            f"scores must be (n_models,) or (n_models, n_benchmarks), got shape {y.shape}"
-        )
+    squeeze = np.ndim(scores) == 1
+    y = array_like(
+        scores, "scores", ndim=2, promote_1d=True, shape="(n_models,) or (n_models, n_benchmarks)"
+    )
     if n_models is not None and y.shape[0] != n_models:
         raise SigmapInputError(
             f"scores have {y.shape[0]} model rows but the perplexity data has {n_models} models"
         )
-    if np.isinf(y).any():
-        raise SigmapInputError("scores contain +/-inf; use NaN for a missing score")
-    return y, squeeze
+    return array_like(y, "scores", no_inf="; use NaN for a missing score"), squeeze
 
 
 def score_coefficients(y: np.ndarray) -> np.ndarray:
@@ -84,6 +79,14 @@ def score_coefficients(y: np.ndarray) -> np.ndarray:
     Returns
     -------
     numpy.ndarray of int64, same shape (sums to zero per column).
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import score_coefficients
+    >>> score_coefficients([0.9, 0.5, 0.5, 0.1]).tolist()  # ties score 0 against each other
+    [3, 0, 0, -3]
+    >>> score_coefficients([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]]).tolist()  # (m, B): per column
+    [[-2, 2], [0, 0], [2, -2]]
     """
     y = np.asarray(y, dtype=np.float64)
     if y.ndim == 1:
@@ -104,6 +107,23 @@ def thrush_max(y: np.ndarray) -> np.ndarray:
 
     The maximum over rank vectors is reached by giving the smallest rank to the largest
     ``c_k`` (rearrangement inequality); average ranks under ties cannot exceed it.
+
+    Parameters
+    ----------
+    y : numpy.ndarray, shape (m,) or (m, B), finite
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (B,)
+        One value per column (``(1,)`` for a 1-D ``y``).
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import thrush_max
+    >>> thrush_max([0.9, 0.5, 0.1]).tolist()  # c = [2, 0, -2] against ranks [1, 2, 3]
+    [4.0]
+    >>> thrush_max([[1.0, 3.0], [2.0, 2.0], [3.0, 1.0]]).tolist()
+    [4.0, 4.0]
     """
     c = score_coefficients(y)
     if c.ndim == 1:
@@ -386,6 +406,20 @@ def thrush_correlation(values: Any, scores: Any) -> np.ndarray:
     -------
     numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [−1, 1]
         Positive when better models are less perplexed on the unit.
+
+    Examples
+    --------
+    Three units (rows) by three models (columns); the first model is the best:
+
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import thrush_correlation
+    >>> values = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
+    >>> scores = np.array([0.9, 0.5, 0.1])
+    >>> thrush_correlation(values, scores).tolist()
+    [1.0, -1.0, 0.75]
+    >>> both = np.column_stack([scores, -scores])  # (n_models, n_benchmarks)
+    >>> thrush_correlation(values, both).tolist()
+    [[1.0, -1.0], [-1.0, 1.0], [0.75, -0.75]]
     """
     arr, y, squeeze = _prepare(values, scores)
     out = _apply_by_mask(arr, y, _thrush_block, False)
@@ -404,6 +438,15 @@ def preselect_correlation(values: Any, scores: Any) -> np.ndarray:
     -------
     numpy.ndarray, shape (n_units,) or (n_units, n_benchmarks), float64 in [0, 1]
         0 = better models always less perplexed, ½ = random, ties in the values count ½.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import preselect_correlation
+    >>> values = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
+    >>> scores = np.array([0.9, 0.5, 0.1])
+    >>> np.round(preselect_correlation(values, scores), 3).tolist()  # last row: one tie
+    [0.0, 1.0, 0.167]
     """
     arr, y, squeeze = _prepare(values, scores)
     out = _apply_by_mask(arr, y, _preselect_block, False)
@@ -411,7 +454,20 @@ def preselect_correlation(values: Any, scores: Any) -> np.ndarray:
 
 
 def thrush_from_codes(codes: Any, scores: Any) -> np.ndarray:
-    """:func:`thrush_correlation` from stored doubled rank codes ``(n_units, n_models)``."""
+    """:func:`thrush_correlation` from stored doubled rank codes ``(n_units, n_models)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import encode_ranks
+    >>> from sigmap_lib.signatures import thrush_from_codes
+    >>> values = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
+    >>> codes = encode_ranks(values)
+    >>> codes.tolist()
+    [[0, 2, 4], [4, 2, 0], [1, 1, 4]]
+    >>> thrush_from_codes(codes, [0.9, 0.5, 0.1]).tolist()  # = thrush_correlation(values, ...)
+    [1.0, -1.0, 0.75]
+    """
     arr = _check_codes(codes)
     y, squeeze = _as_scores(scores, arr.shape[1])
     for b in range(y.shape[1]):
@@ -421,7 +477,18 @@ def thrush_from_codes(codes: Any, scores: Any) -> np.ndarray:
 
 
 def preselect_from_codes(codes: Any, scores: Any) -> np.ndarray:
-    """:func:`preselect_correlation` from stored doubled rank codes ``(n_units, n_models)``."""
+    """:func:`preselect_correlation` from stored doubled rank codes ``(n_units, n_models)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import encode_ranks
+    >>> from sigmap_lib.signatures import preselect_from_codes
+    >>> values = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
+    >>> out = preselect_from_codes(encode_ranks(values), [0.9, 0.5, 0.1])
+    >>> np.round(out, 3).tolist()  # = preselect_correlation(values, ...)
+    [0.0, 1.0, 0.167]
+    """
     arr = _check_codes(codes)
     y, squeeze = _as_scores(scores, arr.shape[1])
     for b in range(y.shape[1]):
@@ -439,6 +506,17 @@ def strength_of(stat: np.ndarray, statistic: str, two_sided: bool) -> np.ndarray
 
     thrush: ``|γ|`` (two-sided) or ``γ``; preselect: ``|η − ½|·2`` (two-sided) or
     ``(½ − η)·2``; both in [−1, 1] / [0, 1].
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import strength_of
+    >>> strength_of(np.array([-0.8, 0.2]), "thrush", two_sided=True).tolist()
+    [0.8, 0.2]
+    >>> strength_of(np.array([-0.8, 0.2]), "thrush", two_sided=False).tolist()
+    [-0.8, 0.2]
+    >>> np.round(strength_of(np.array([0.1, 0.5, 0.9]), "preselect", two_sided=True), 3).tolist()
+    [0.8, 0.0, 0.8]
     """
     if statistic == "thrush":
         return np.abs(stat) if two_sided else stat
@@ -633,11 +711,29 @@ def screen(
         Units per chunk; memory is ``O(chunk_units · (n_models + B) + B · K)``.
     n_bins : int
         Histogram bins (fixed edges over the statistic's range).
+    benchmark_names : sequence of str, optional
+        One per score column, for error messages (default ``#0``, ``#1``, ...).
 
     Returns
     -------
     list[ScreenResult]
         One per benchmark column, in column order.
+
+    Examples
+    --------
+    200 random units by 6 models, with unit 17 planted to track the scores:
+
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import screen
+    >>> rng = np.random.default_rng(0)
+    >>> values = rng.standard_normal((200, 6))  # (n_units, n_models)
+    >>> scores = np.arange(6.0)
+    >>> values[17] = -scores  # the better the model, the less perplexed
+    >>> [res] = screen(values, scores, k=3)
+    >>> res.indices.tolist(), np.round(res.thrush, 3).tolist()
+    ([17, 73, 80], [1.0, -0.886, 0.886])
+    >>> res.k, int(res.hist_counts.sum()), res.hist_edges.shape  # histogram over all units
+    (3, 200, (201,))
     """
     if statistic not in STATISTICS:
         raise SigmapInputError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
@@ -756,3 +852,72 @@ def screen(
             )
         )
     return results
+
+
+def unscreenable_reason(y: Any) -> str | None:
+    """Why one benchmark's scores cannot be screened, or ``None`` when they can.
+
+    Rank statistics need at least 3 scored models whose scores are not all equal — and
+    still not all equal when any one model is left out (the leave-one-model-out R² of the
+    two-stage procedure refits without each model).
+
+    Parameters
+    ----------
+    y : array_like, shape (n_models,)
+        Scores; NaN = not scored.
+
+    Returns
+    -------
+    str or None
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> unscreenable_reason(np.array([1.0, 2.0, 3.0, np.nan])) is None
+    True
+    >>> unscreenable_reason(np.array([1.0, np.nan]))
+    'only 1 scored model(s) with NLL'
+    >>> unscreenable_reason(np.array([5.0, 5.0, 5.0, 6.0]))
+    'scores are (almost) constant: 3 of 4 models share one value'
+    """
+    v = np.asarray(y, dtype=np.float64)
+    v = v[np.isfinite(v)]
+    if v.size < 3:
+        return f"only {v.size} scored model(s) with NLL"
+    _, counts = np.unique(v, return_counts=True)
+    if counts.max() > v.size - 2:
+        return f"scores are (almost) constant: {counts.max()} of {v.size} models share one value"
+    return None
+
+
+def split_screenable(scores: Any, names: Sequence[str]) -> tuple[list[int], dict[str, str]]:
+    """Columns of ``scores`` that can be screened, and why the others cannot.
+
+    Parameters
+    ----------
+    scores : array_like, shape (n_models, B)
+    names : sequence of str, length B
+
+    Returns
+    -------
+    valid : list of int
+        Column indices that pass :func:`unscreenable_reason`.
+    skipped : dict
+        ``name -> reason`` for the others.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> y = np.array([[1.0, 7.0], [2.0, 7.0], [3.0, 7.0], [4.0, 7.0]])
+    >>> split_screenable(y, ["mmlu", "flat"])
+    ([0], {'flat': 'scores are (almost) constant: 4 of 4 models share one value'})
+    """
+    y = np.asarray(scores, dtype=np.float64)
+    valid, skipped = [], {}
+    for j, name in enumerate(names):
+        reason = unscreenable_reason(y[:, j])
+        if reason is None:
+            valid.append(j)
+        else:
+            skipped[name] = reason
+    return valid, skipped

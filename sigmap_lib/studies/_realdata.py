@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -16,35 +17,19 @@ from sigmap_lib.overlap._matrix import OverlapMatrix
 _METABENCH = ("arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande")
 
 
-def metabench_question_texts(items_dir: str | Any) -> dict[str, list[str]]:
-    """Question texts of the 12 metabench item sets (main ``<bm>`` and ``<bm>-secondary``).
+def _metabench_texts(items_dir: Path) -> dict[str, list[str]]:
+    """Question texts of the 12 metabench item sets (``<bm>-main`` and ``<bm>-secondary``),
+    as :func:`sigmap_lib.inputs.metabench_questions` renders them (question plus ``A. …``
+    option lines, the prompt format lm-eval uses)."""
+    from sigmap_lib.inputs._items import metabench_questions
 
-    ARC: ``question`` + the choice texts; GSM8K: ``question``; HellaSwag: ``ctx``; MMLU:
-    ``question`` (+ choices when present); TruthfulQA: ``question``; WinoGrande:
-    ``sentence``. Choices are joined with " | " after the question.
-    """
-    from pathlib import Path
-
-    import polars as pl
-
-    items_dir = Path(items_dir)
     out: dict[str, list[str]] = {}
     for bm in _METABENCH:
         for suffix in ("", "-secondary"):
             f = items_dir / f"{bm}{suffix}.parquet"
             if not f.exists():
                 raise SigmapInputError(f"metabench items file {f} is missing")
-            d = pl.read_parquet(f)
-            field = {"hellaswag": "ctx", "winogrande": "sentence"}.get(bm, "question")
-            if field not in d.columns:
-                raise SigmapInputError(f"{f}: no column {field!r} (have {d.columns[:10]}...)")
-            q = [str(x) for x in d[field].to_list()]
-            if bm == "arc":
-                ch = d["choices"].to_list()
-                q = [f"{t} | " + " | ".join(c["text"]) for t, c in zip(q, ch)]
-            elif bm == "mmlu" and "choices" in d.columns:
-                q = [f"{t} | " + " | ".join(c) for t, c in zip(q, d["choices"].to_list())]
-            out[f"{bm}{suffix or '-main'}"] = q
+            out[f"{bm}{suffix or '-main'}"] = metabench_questions(f, benchmark=bm)["text"].to_list()
     return out
 
 
@@ -77,7 +62,6 @@ def real_data_overlap_summary(
         main/secondary values, self-similarity), ``performance`` (per source: labels,
         matrix, n_common, spread), ``claims`` (numbers and booleans).
     """
-    from pathlib import Path
 
     import polars as pl
 
@@ -132,7 +116,7 @@ def real_data_overlap_summary(
             "spread": spread(m),
         }
 
-    texts = metabench_question_texts(root / "metabench_items")
+    texts = _metabench_texts(Path(root) / "metabench_items")
     flat = [t for v in texts.values() for t in v]
     vec = embed_texts(flat, encoder=encoder, cache_dir=cache_dir)
     emb, s = {}, 0

@@ -57,6 +57,24 @@ def check_world(root: str | Path) -> WorldLayout:
     ------
     SigmapInputError
         Naming the folder and the missing part.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.worlds import check_world
+    >>> root = Path("my_world")
+    >>> (root / "corpus").mkdir(parents=True)
+    >>> _ = (root / "corpus" / "doc.txt").write_text("a river stone")
+    >>> check_world(root)
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: world folder .../my_world is missing models.yaml,
+    catalog.yaml, scores.csv (expected layout: docs/FORMATS.md)
+    >>> for name in ("models.yaml", "catalog.yaml", "scores.csv"):
+    ...     _ = (root / name).write_text("")  # only the layout is checked here
+    >>> layout = check_world(root)
+    >>> [p.name for p in layout.corpus_files], layout.scores.name, len(layout.fingerprint)
+    (['doc.txt'], 'scores.csv', 64)
     """
     root = Path(root).expanduser().resolve()
     if not root.is_dir():

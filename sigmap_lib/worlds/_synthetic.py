@@ -166,6 +166,23 @@ def make_synthetic_world(
     Returns
     -------
     SyntheticWorld
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import make_synthetic_world
+    >>> world = make_synthetic_world(
+    ...     "world", n_models=8, n_units=600, n_functions=2, n_benchmarks=2,
+    ...     planted_per_function=3, n_items=10, n_respondents=0,
+    ... )
+    >>> world.benchmarks, world.benchmark_function["coding_ai2_01"]
+    (['math_ai2_00', 'coding_ai2_01'], 'coding')
+    >>> world.scores.shape, world.n_units, world.model_ids[0]  # (n_models, n_benchmarks)
+    ((8, 2), 600, 'synthetic/alpha-00')
+    >>> {f: units.tolist() for f, units in world.planted.items()}
+    {'math': [71, 357, 485], 'coding': [157, 212, 372]}
+    >>> world.nll_arrays()[0].shape, sorted(p.name for p in world.root.iterdir())
+    ((600,), ['catalog.yaml', 'corpus', 'items', 'models.yaml', 'nll', 'responses',
+              'scores.csv', 'settings.yaml', 'truth.json'])
     """
     import polars as pl
     import yaml
@@ -410,6 +427,35 @@ def planted_recovery(
         ``precision_any_planted`` (S ∩ any function's planted units), ``hit`` (any of P_f
         selected), ``n_selected``; and the means ``recall``, ``precision`` (micro:
         Σ|S ∩ P_f| / Σ|S|), ``hit_rate``, ``mean_n_selected``.
+
+    Examples
+    --------
+    Extract the signatures of a small synthetic world and score them against the truth:
+
+    >>> from sigmap_lib.signatures import extract_signatures
+    >>> from sigmap_lib.worlds import make_synthetic_world, planted_recovery
+    >>> world = make_synthetic_world(
+    ...     "world", n_models=16, n_units=500, n_functions=2, n_benchmarks=2,
+    ...     planted_per_function=3, n_items=20, n_respondents=0,
+    ... )
+    >>> sigs = extract_signatures(
+    ...     world.nll_arrays(), world.scores, benchmark_names=world.benchmarks, k=10,
+    ...     criterion="bic",
+    ... )
+    >>> [(s.benchmark, s.units.tolist()) for s in sigs]
+    [('math_ai2_00', [289, 31]), ('coding_ai2_01', [0])]
+    >>> world.planted["math"].tolist(), world.planted["coding"].tolist()
+    ([289, 371, 437], [0, 243, 344])
+    >>> rec = planted_recovery(world, sigs)
+    >>> round(rec["recall"], 3), round(rec["precision"], 3), rec["hit_rate"]
+    (0.333, 0.667, 1.0)
+
+    A mapping ``benchmark -> unit indices`` works too:
+
+    >>> rec = planted_recovery(world, {"math_ai2_00": [289, 371, 5]})
+    >>> rec["per_benchmark"]["math_ai2_00"]
+    {'function': 'math', 'n_selected': 3, 'true_positives': 2, 'recall': 0.666...,
+     'precision': 0.666..., 'precision_any_planted': 0.666..., 'hit': True}
     """
     if isinstance(signatures, Mapping):
         items = list(signatures.items())

@@ -54,6 +54,16 @@ def random_text(rng: np.random.Generator | int, n_words: int) -> str:
     Mostly words (ASCII and non-ASCII: Latin accents, CJK, Cyrillic), with punctuation,
     digit runs, emoji (incl. skin-tone modifiers, flags and variation selectors) and
     irregular whitespace (double spaces, tabs, newlines, long runs).
+
+    ``rng`` is a generator (advanced in place) or an int seed.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import random_text
+    >>> random_text(2, 6)
+    'is ? café  straße as from'
+    >>> random_text(2, 6) == random_text(2, 6)  # an int seed is reproducible
+    True
     """
     g = np.random.default_rng(rng) if isinstance(rng, int) else rng
     out: list[str] = []
@@ -74,7 +84,16 @@ def random_text(rng: np.random.Generator | int, n_words: int) -> str:
 def sample_texts(
     n: int = 400, seed: int = 0, *, min_words: int = 10, max_words: int = 60
 ) -> list[str]:
-    """``n`` :func:`random_text` documents with ``min_words..max_words`` words (seeded)."""
+    """``n`` :func:`random_text` documents with ``min_words..max_words`` words (seeded).
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import sample_texts
+    >>> sample_texts(3, seed=0, min_words=3, max_words=5)
+    ['score of 81327 signal 👍🏽', 'model\\tgarden  in\\tto model', 'was score  🚀']
+    >>> len(sample_texts(50, seed=0))
+    50
+    """
     g = np.random.default_rng(seed)
     return [random_text(g, int(g.integers(min_words, max_words + 1))) for _ in range(n)]
 
@@ -97,7 +116,9 @@ def train_bpe_tokenizer(
         When given, the tokenizer is saved there with ``save_pretrained``.
     vocab_size
         Target vocabulary size including the 4 special tokens (and, for
-        ``byte_level``, the 256 byte symbols, so it must be > 260).
+        ``byte_level``, the 256 byte symbols, so it must be > 260). ``metaspace``
+        always keeps its 256 ``<0xNN>`` tokens and every character seen in the texts,
+        so its vocabulary can come out larger than the target.
     min_frequency
         Minimum pair frequency for a merge.
     style
@@ -111,6 +132,16 @@ def train_bpe_tokenizer(
     transformers.PreTrainedTokenizerFast
         With ``unk/bos/eos/pad`` tokens ``<unk> <s> </s> <pad>`` (ids 0..3). The
         tokenizer adds no special tokens itself; callers prepend BOS explicitly.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import sample_texts, train_bpe_tokenizer
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> len(tok), tok.bos_token, tok.bos_token_id, tok.pad_token_id
+    (300, '<s>', 1, 3)
+    >>> ids = tok("the café")["input_ids"]  # no BOS added
+    >>> tok.decode(ids)
+    'the café'
     """
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -197,6 +228,18 @@ def build_causal_lm(
     transformers.PreTrainedModel
         In float32, eval mode. Special-token ids follow :data:`SPECIAL_TOKENS`
         (bos=1, eos=2, pad=3).
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import build_causal_lm
+    >>> model = build_causal_lm("gpt2", 300, d_model=16, n_layer=1, n_head=2, n_ctx=32, seed=0)
+    >>> type(model).__name__, model.config.n_positions, model.training
+    ('GPT2LMHeadModel', 32, False)
+    >>> sum(p.numel() for p in model.parameters())
+    8624
+    >>> llama = build_causal_lm("llama", 300, d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> type(llama).__name__, llama.config.max_position_embeddings
+    ('LlamaForCausalLM', 32)
     """
     import torch
     from transformers import AutoModelForCausalLM, GPT2Config, LlamaConfig
@@ -300,6 +343,22 @@ def train_causal_lm(
         ``tokens_seen`` (int), ``final_loss`` (mean loss of the last ``max(1, steps//10)``
         steps, nats/token), ``initial_loss`` (loss of the first step), ``tokens_per_s``,
         ``seconds``. The model is left in eval mode on its original device.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import (
+    ...     build_causal_lm, sample_texts, train_bpe_tokenizer, train_causal_lm
+    ... )
+    >>> texts = sample_texts(50, seed=0)
+    >>> tok = train_bpe_tokenizer(texts, vocab_size=300)
+    >>> model = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> stats = train_causal_lm(
+    ...     model, tok, texts, steps=10, batch_size=4, seq_len=32, seed=0, threads=1
+    ... )
+    >>> stats["tokens_seen"]  # steps * batch_size * seq_len
+    1280
+    >>> stats["final_loss"] < stats["initial_loss"], model.training
+    (True, False)
     """
     import torch
 
@@ -388,22 +447,24 @@ def _model_context(model: Any) -> int | None:
 def save_model(model: Any, tokenizer: Any, out_dir: str | Path) -> Path:
     """Save model (safetensors) and tokenizer with ``save_pretrained``; returns the folder.
 
-    Written to ``<out_dir>.tmp-*`` first and renamed into place, so a half-written
-    model folder never appears under ``out_dir``. An existing ``out_dir`` is replaced.
+    Written to a temporary sibling folder (``.<name>.tmp-*``) first and renamed into
+    place, so a half-written model folder never appears under ``out_dir``. An existing
+    ``out_dir`` is replaced.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import build_causal_lm, sample_texts, save_model, train_bpe_tokenizer
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> model = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> path = save_model(model, tok, "models/tiny-gpt2")
+    >>> path.as_posix(), sorted(p.name for p in path.iterdir())
+    ('models/tiny-gpt2', ['config.json', 'generation_config.json', 'model.safetensors',
+                          'tokenizer.json', 'tokenizer_config.json'])
     """
-    import shutil
-    import tempfile
+    from sigmap_lib._util._atomic import atomic_dir
 
     out = Path(out_dir)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_dir(out) as tmp:
         model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out

@@ -63,7 +63,7 @@ class Project:
         DemoRunner(
             self.defs,
             self.instance,
-            Path(self.storage.root) / ".sigmap" / "steps.json",
+            self.storage.layout.demo_state(),
             resources=self.resources,
         ).sync_partitions()
 

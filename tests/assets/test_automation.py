@@ -211,9 +211,7 @@ def test_new_models_flow_through_the_graph_without_stalling(
         dg.AssetKey("nll_ranks")
     ).asset_materialization.metadata
     assert ranks_meta["models_used"].value == 12
-    screening = (
-        Path(project.storage.root) / "screening" / project.keys("benchmarks")[0] / "summary.json"
-    )
+    screening = project.storage.layout.screening_summary(project.keys("benchmarks")[0])
     assert "synthetic__epsilon-new" in yaml.safe_load(screening.read_text())["models_used"]
 
     # the same registry again: no new partition, no run
@@ -275,3 +273,26 @@ def test_catalog_sensor_requests_a_refresh_only_when_the_file_changes(
     [add] = r3.dynamic_partitions_requests
     assert list(add.partition_keys) == ["extra_bench"]
     assert isinstance(run(r3.cursor), dg.SkipReason)
+
+
+def test_automated_assets_are_derived_from_their_own_conditions() -> None:
+    """Every asset with an automation condition carries the automation tag and no other does
+    (both come from one ``automated(...)`` call), and the tag selection resolves to them."""
+    from sigmap_assets.automation import AUTOMATED, AUTOMATED_TAG
+    from sigmap_assets.definitions import defs as project_defs
+
+    graph = project_defs().resolve_asset_graph()
+    with_condition = {
+        k.to_user_string()
+        for k in graph.get_all_asset_keys()
+        if graph.get(k).automation_condition is not None
+    }
+    tagged = {
+        k.to_user_string()
+        for k in graph.get_all_asset_keys()
+        if graph.get(k).tags.get(AUTOMATED_TAG) == "true"
+    }
+    assert tagged == with_condition
+    assert {k.to_user_string() for k in AUTOMATED.resolve(graph)} == with_condition
+    assert set(ORDER) <= with_condition and "token_nll" not in with_condition
+    assert {"irt_item_pool", "irt_fits", "metabench_selection", "metabench"} <= with_condition

@@ -98,5 +98,5 @@ def test_single_run_sees_every_benchmark_in_one_invocation(project: Project) -> 
         result.get_asset_materialization_events()[0].materialization.metadata["benchmarks"].value
         == 6
     )
-    root = Path(project.storage.root)
-    assert all((root / "screening" / k / "candidates.parquet").exists() for k in bench)
+    layout = project.storage.layout
+    assert all(layout.screening_candidates(k).exists() for k in bench)

@@ -203,8 +203,8 @@ def test_sigkill_from_outside_mid_run_then_resume_is_bit_identical(
 
 # ------------------------------------------------------------------ 2. corrupted chunk
 def _nll_dir(project: Project, key: str) -> Path:
-    fp = CorpusStore.open(project.storage.path("corpus", "store")).fingerprint
-    return Path(project.storage.root) / "nll" / fp[:12] / key
+    fp = CorpusStore.open(project.storage.layout.corpus_store()).fingerprint
+    return Path(project.storage.layout.nll_array(fp, key))
 
 
 def _setup(project: Project) -> None:
@@ -362,7 +362,7 @@ def test_model_that_fails_to_load_fails_only_its_partition(
     md = mat.materialization.metadata
     assert md["models_used"].value == 4
     assert md["models_missing"].value == ["local/broken"]
-    current = json.loads((Path(project.storage.root) / "ranks" / "CURRENT").read_text())
+    current = json.loads(project.storage.layout.ranks_current().read_text())
     assert "local__tiny-gpt2" in current["models"] and "local__broken" not in current["models"]
 
 
@@ -422,7 +422,7 @@ def test_disk_full_while_rewriting_score_table_keeps_old_table(
 
     _setup(project)  # the score checks read the corpus
     project.materialize(["benchmark_scores"])
-    table = Path(project.storage.root) / "tables" / "benchmark_scores.parquet"
+    table = project.storage.layout.scores_table()
     before = table.read_bytes()
     scores = Path(project.world.path) / "scores.csv"
     scores.write_text(

@@ -13,18 +13,18 @@ from tests.assets.harness import Project
 
 def test_graph_end_to_end_on_synthetic_world(project: Project) -> None:
     project.through("report")
-    root = Path(project.storage.root)
-    report = root / "reports" / "overlap_report.html"
+    layout = project.storage.layout
+    report = layout.report("overlap_report.html")
     assert report.exists() and report.stat().st_size > 10_000
-    summary = json.loads((root / "reports" / "overlap_summary.json").read_text())
+    summary = json.loads(layout.report("overlap_summary.json").read_text())
     assert set(summary["levels"]) == {"semantic", "performance", "signature"}
     # the planted world: every benchmark's signature finds a planted unit of its function
     assert summary["planted_recovery"]["hit_rate"] >= 0.5
     # a signature is stored with its units' text and left context
     key = project.keys("benchmarks")[0]
-    units = pl.read_parquet(root / "signatures" / key / "units.parquet")
+    units = pl.read_parquet(layout.signature_units(key))
     assert units.height >= 1 and units["text"].str.len_chars().min() > 0
-    sig = np.load(root / "overlap" / "signature.npz")
+    sig = np.load(layout.overlap_arrays("signature"))
     v = sig["values"]
     assert np.allclose(np.diag(v), 1) and np.allclose(v, v.T, equal_nan=True)
     assert np.nanmin(sig["p_value"]) > 0
@@ -38,11 +38,11 @@ def test_benchmark_with_constant_scores_is_skipped_not_fatal(project: Project) -
     victim = scores.columns[1]
     scores.with_columns(pl.lit(50.0).alias(victim)).write_csv(world / "scores.csv")
     project.through("signatures")
-    root = Path(project.storage.root)
+    layout = project.storage.layout
     keys = project.keys("benchmarks")
-    summary = json.loads((root / "screening" / victim / "summary.json").read_text())
+    summary = json.loads(layout.screening_summary(victim).read_text())
     assert "constant" in summary["skipped"]
-    assert json.loads((root / "signatures" / victim / "summary.json").read_text())["skipped"]
+    assert json.loads(layout.signature_summary(victim).read_text())["skipped"]
     others = [k for k in keys if k != victim]
     for k in others:
-        assert len(json.loads((root / "signatures" / k / "summary.json").read_text())["units"]) >= 1
+        assert len(json.loads(layout.signature_summary(k).read_text())["units"]) >= 1

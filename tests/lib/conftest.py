@@ -7,6 +7,19 @@ from pathlib import Path
 import pytest
 
 
+@pytest.fixture(scope="module")
+def one_torch_thread():
+    """Run a module's torch work on one intra-op thread: tiny models gain nothing from
+    more, and on a shared CPU extra threads oversubscribe the cores (measured 5x slower).
+    Use with ``pytestmark = pytest.mark.usefixtures("one_torch_thread")``."""
+    import torch
+
+    old = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(old)
+
+
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     """Two tiny trained causal LMs saved with ``save_pretrained`` (safetensors).

@@ -4,7 +4,7 @@ import hashlib
 
 import dagster as dg
 
-from sigmap_assets.automation import partition_condition
+from sigmap_assets.automation import automated, partition_condition
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -45,7 +45,7 @@ def benchmark_catalog(
     ]
     write_parquet(
         pl.DataFrame(rows, infer_schema_length=None),
-        storage.path("tables", "benchmark_catalog.parquet"),
+        storage.layout.catalog_table(),
     )
     existing = set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
     new = [r["key"] for r in rows if r["key"] not in existing]
@@ -106,10 +106,10 @@ def benchmark_scores(
         .map_elements(benchmark_slug, return_dtype=pl.String)
         .alias("benchmark_key"),
     ).select("model", "model_key", "benchmark", "benchmark_key", "score")
-    out = write_parquet(table, storage.path("tables", "benchmark_scores.parquet"))
+    out = write_parquet(table, storage.layout.scores_table())
     write_json(
         {"validation": validation.to_metadata(), "match": match.to_metadata()},
-        storage.path("tables", "benchmark_scores.json"),
+        storage.layout.scores_report(),
     )
     summary = (
         table.group_by("benchmark")
@@ -143,7 +143,7 @@ def benchmark_scores(
     partitions_def=benchmarks_partitions,
     deps=["model_zoo", benchmark_catalog],
     backfill_policy=dg.BackfillPolicy.single_run(),
-    automation_condition=partition_condition(),
+    **automated(partition_condition()),
     kinds={"parquet"},
 )
 def benchmark_items(
@@ -160,7 +160,7 @@ def benchmark_items(
         if key not in catalog:
             raise dg.Failure(f"benchmark partition {key!r} is not in {world.file('catalog.yaml')}")
         b = catalog[key]
-        out_dir = storage.path("items", key)
+        out_dir = storage.layout.items_dir(key)
         row = {"benchmark": b.name, "questions": 0, "models": 0, "items_with_responses": 0}
         if b.items:
             q = read_questions(b.items)

@@ -7,6 +7,7 @@ import dagster as dg
 
 from sigmap_assets.metadata import md_table
 from sigmap_assets.resources import SigmapStorage, WorldResource
+from sigmap_assets.tables import write_json, write_parquet
 
 
 class CorpusConfig(dg.Config):
@@ -37,10 +38,7 @@ def corpus_manifest(
         )
     manifest = pl.DataFrame(rows)
     fingerprint = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
-    out = storage.local_dir("corpus") / "manifest.parquet"
-    tmp = out.with_suffix(".tmp.parquet")
-    manifest.write_parquet(tmp)
-    tmp.replace(out)
+    write_parquet(manifest, storage.layout.corpus_manifest())
     return dg.MaterializeResult(
         metadata={
             "corpus_dir": dg.MetadataValue.path(str(layout.corpus)),
@@ -69,14 +67,14 @@ def corpus_units(
 
     from sigmap_lib.inputs import CorpusStore, build_corpus_store, read_corpus
 
-    manifest = pl.read_parquet(storage.path("corpus", "manifest.parquet"))
+    manifest = pl.read_parquet(storage.layout.corpus_manifest())
     source_fp = hashlib.sha256(
         (
             json.dumps(manifest.to_dicts(), sort_keys=True) + f"|shard_units={config.shard_units}"
         ).encode()
     ).hexdigest()
-    store_dir = storage.path("corpus", "store")
-    marker = storage.path("corpus", "source.json")
+    store_dir = storage.layout.corpus_store()
+    marker = storage.layout.corpus_source()
     reused = False
     if (
         marker.exists()
@@ -88,9 +86,7 @@ def corpus_units(
     else:
         docs = read_corpus(world.root() / "corpus")
         store = build_corpus_store(docs, store_dir, shard_units=config.shard_units)
-        tmp = marker.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"source": source_fp, "fingerprint": store.fingerprint}))
-        tmp.replace(marker)
+        write_json({"source": source_fp, "fingerprint": store.fingerprint}, marker)
     sample = []
     step = max(1, store.n_units // 8)
     for i in range(0, store.n_units, step)[:8]:

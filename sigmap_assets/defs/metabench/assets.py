@@ -11,7 +11,7 @@ import json
 
 import dagster as dg
 
-from sigmap_assets.automation import aggregate_condition, partition_condition
+from sigmap_assets.automation import aggregate_condition, automated, partition_condition
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -45,17 +45,18 @@ class MetabenchSettings(dg.Config):
 
 def load_responses(storage: SigmapStorage):
     """Per benchmark key: the 0/1 matrix (models × items), and the full normalised scores
-    (100 × share correct over all items, ALGORITHM §0) as a models × benchmarks frame."""
+    (:func:`sigmap_lib.metabench.full_scores`) as a models × benchmarks frame."""
     import pandas as pd
+
+    from sigmap_lib.metabench import full_scores
 
     out = {}
     for key in catalog_table(storage)["key"].to_list():
-        p = storage.path("items", key, "responses.parquet")
+        p = storage.layout.item_responses(key)
         if p.exists():
             df = pd.read_parquet(p).set_index("model")
             out[key] = df.astype("int8")
-    full = pd.DataFrame({k: 100.0 * v.mean(axis=1) for k, v in out.items()})
-    return out, full
+    return out, full_scores(out)
 
 
 def common_split(storage: SigmapStorage, settings: MetabenchSettings, world: WorldResource):
@@ -74,12 +75,12 @@ def common_split(storage: SigmapStorage, settings: MetabenchSettings, world: Wor
 
 
 def mb_dir(storage: SigmapStorage, key: str, stage: str):
-    return storage.path("metabench", key, stage)
+    return storage.layout.metabench_stage(key, stage)
 
 
 def skip_reason(storage: SigmapStorage, key: str) -> str | None:
     """Why a benchmark dropped out of metabench (set by the stage that could not process it)."""
-    p = storage.path("metabench", key, "skipped.json")
+    p = storage.layout.metabench_skipped(key)
     return json.loads(p.read_text())["reason"] if p.exists() else None
 
 
@@ -88,7 +89,7 @@ def mark_skipped(
 ) -> dict:
     reason = f"{stage}: {exc}"
     context.log.warning(f"metabench: benchmark {key} skipped at {reason}")
-    write_json({"stage": stage, "reason": reason}, storage.path("metabench", key, "skipped.json"))
+    write_json({"stage": stage, "reason": reason}, storage.layout.metabench_skipped(key))
     return {"benchmark": key, "status": f"skipped ({reason})"}
 
 
@@ -96,7 +97,7 @@ _common = dict(
     group_name="metabench",
     partitions_def=benchmarks_partitions,
     backfill_policy=dg.BackfillPolicy.single_run(),
-    automation_condition=partition_condition(),
+    **automated(partition_condition()),
 )
 
 
@@ -130,7 +131,7 @@ def irt_item_pool(
             rows.append(mark_skipped(context, storage, key, "item pool", exc))
             continue
         save_item_pool(pool, mb_dir(storage, key, "pool"))
-        storage.path("metabench", key, "skipped.json").unlink(missing_ok=True)
+        storage.layout.metabench_skipped(key).unlink(missing_ok=True)
         excluded = pool.item_stats["excluded_by"].fillna("").astype(str)
         rows.append(
             {
@@ -143,7 +144,7 @@ def irt_item_pool(
                 "subsample val RMSE": pool.subsample_rmse,
             }
         )
-    split_path = storage.path("metabench", "split.parquet")
+    split_path = storage.layout.metabench_split()
     split_path.parent.mkdir(parents=True, exist_ok=True)
     split.rename("split").to_frame().to_parquet(split_path)
     return dg.MaterializeResult(
@@ -200,7 +201,7 @@ def metabench_selection(
     from sigmap_lib.metabench import load_item_pool, load_pool_irt, save_benchmark_fit, select_items
 
     responses, full = load_responses(storage)
-    split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]
+    split = pd.read_parquet(storage.layout.metabench_split())["split"]
     rows = []
     for key in context.partition_keys:
         if key not in responses or skip_reason(storage, key):
@@ -243,7 +244,7 @@ def metabench_selection(
 @dg.asset(
     group_name="metabench",
     deps=[dg.AssetDep(metabench_selection, partition_mapping=dg.AllPartitionMapping())],
-    automation_condition=aggregate_condition(),
+    **automated(aggregate_condition()),
     kinds={"parquet", "html"},
 )
 def metabench(
@@ -266,7 +267,7 @@ def metabench(
     )
 
     responses, full = load_responses(storage)
-    split = pd.read_parquet(storage.path("metabench", "split.parquet"))["split"]
+    split = pd.read_parquet(storage.layout.metabench_split())["split"]
     fits, skipped = {}, {}
     for key in responses:
         d = mb_dir(storage, key, "selection")
@@ -285,14 +286,14 @@ def metabench(
     fit = MetabenchFit(
         config=config.lib_config(world), seed=config.seed, split=split, benchmarks=fits, joint=joint
     )
-    fit.save(storage.path("metabench", "fit"))
+    fit.save(storage.layout.metabench_fit())
     questions = {}
     for key in fits:
-        q = storage.path("items", key, "questions.parquet")
+        q = storage.layout.item_questions(key)
         if q.exists():
             questions[key] = pd.read_parquet(q)
-    exported = export_items(fit, questions, storage.path("metabench", "export"))
-    plots = storage.plots_dir()
+    exported = export_items(fit, questions, storage.layout.metabench_export())
+    plots = storage.layout.plots_dir()
     rec_png = plot_reconstruction(fit, plots / "metabench_reconstruction.png")
     info_png = plot_test_information(fit, plots / "metabench_information.png")
     table = fit.rmse_table()
@@ -308,7 +309,7 @@ def metabench(
     }
     summary["skipped_benchmarks"] = skipped
     summary["joint_error"] = joint_error
-    write_json(summary, storage.path("reports", "metabench_summary.json"))
+    write_json(summary, storage.layout.report("metabench_summary.json"))
     sections = [
         Section(
             "Summary",
@@ -332,7 +333,7 @@ def metabench(
             )
         )
     html = render_html_report(
-        sections, storage.reports_dir() / "metabench_report.html", title="sigmap — metabench"
+        sections, storage.layout.report("metabench_report.html"), title="sigmap — metabench"
     )
     return dg.MaterializeResult(
         metadata={

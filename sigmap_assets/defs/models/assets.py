@@ -6,11 +6,11 @@ import time
 
 import dagster as dg
 
-from sigmap_assets.automation import aggregate_condition
+from sigmap_assets.automation import aggregate_condition, automated
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import models_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
-from sigmap_assets.tables import open_corpus
+from sigmap_assets.tables import open_corpus, write_json, write_parquet
 
 GPU_OP_TAGS = {
     "dagster-k8s/config": {
@@ -45,10 +45,7 @@ def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.Materiali
         for s in specs
     ]
     table = pl.DataFrame(rows, infer_schema_length=None)
-    out = storage.local_dir("tables") / "model_registry.parquet"
-    tmp = out.with_suffix(".tmp.parquet")
-    table.write_parquet(tmp)
-    tmp.replace(out)
+    write_parquet(table, storage.layout.registry_table())
     fp = hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return dg.MaterializeResult(
         metadata={
@@ -84,7 +81,7 @@ def registry_row(world: WorldResource, key: str):
 
 
 def nll_store_dir(storage: SigmapStorage, corpus_fingerprint: str, key: str):
-    return storage.path("nll", corpus_fingerprint[:12], key)
+    return storage.layout.nll_array(corpus_fingerprint, key)
 
 
 @dg.asset(
@@ -154,7 +151,7 @@ def token_nll(
     group_name="models",
     deps=[dg.AssetDep(token_nll, partition_mapping=dg.AllPartitionMapping())],
     kinds={"zarr"},
-    automation_condition=aggregate_condition(),
+    **automated(aggregate_condition()),
     description=(
         "Unit-major (n_units, n_models) rank matrix over every model whose NLL is complete, plus "
         "per-model bits-per-byte mean/sd. Never waits for missing or failed models; rebuilt when "
@@ -164,7 +161,7 @@ def token_nll(
 def nll_ranks(
     context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource
 ) -> dg.MaterializeResult:
-    from sigmap_lib.nll import NLLStore, RankStore, build_rank_store
+    from sigmap_lib.nll import NLLStore, RankStore, build_rank_store, rank_store_identity
 
     corpus = open_corpus(storage)
     complete, missing = [], []
@@ -180,27 +177,18 @@ def nll_ranks(
             "rank statistics need at least 3"
         )
     keys = [r["key"] for r in complete]
-    # identity = which models + what their stores hold (per-shard checksums): a model that
-    # is rescored (new revision) gives new ranks even when the set of models is the same
-    h = hashlib.sha256(corpus.fingerprint.encode())
-    for k in keys:
-        store = NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k))
-        h.update(k.encode())
-        h.update(json.dumps(store.checksums, sort_keys=True).encode())
-    ident = h.hexdigest()[:16]
-    out = storage.path("ranks", ident)
+    stores = [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)) for k in keys]
+    ident = rank_store_identity(corpus.fingerprint, keys, [st.checksums for st in stores])
+    out = storage.layout.rank_store(ident)
     reused = out.exists()
     if reused:
         ranks = RankStore.open(out)
     else:
-        arrays = [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)).array for k in keys]
-        ranks = build_rank_store(arrays, keys, corpus.unit_nbytes, out)
-    current = storage.path("ranks", "CURRENT")
-    tmp = current.with_suffix(".tmp")
-    tmp.write_text(
-        json.dumps({"dir": ident, "models": keys, "raw_ids": [r["model"] for r in complete]})
+        ranks = build_rank_store([st.array for st in stores], keys, corpus.unit_nbytes, out)
+    write_json(
+        {"dir": ident, "models": keys, "raw_ids": [r["model"] for r in complete]},
+        storage.layout.ranks_current(),
     )
-    tmp.replace(current)
     table = [
         {"model": r["model"], "bpb_mean": float(m), "bpb_sd": float(s)}
         for r, m, s in zip(complete, ranks.bpb_mean, ranks.bpb_sd)

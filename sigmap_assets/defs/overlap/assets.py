@@ -1,9 +1,12 @@
 """Overlap: three levels of benchmark overlap (METHODS §4) and the report of their analyses (§5)."""
 
+from dataclasses import dataclass
+from typing import Any
+
 import dagster as dg
 import numpy as np
 
-from sigmap_assets.automation import aggregate_condition
+from sigmap_assets.automation import aggregate_condition, automated
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.tables import (
@@ -15,23 +18,23 @@ from sigmap_assets.tables import (
     write_json,
     write_parquet,
 )
+from sigmap_lib._util import atomic_file
 
 ALL_BENCHMARKS = dg.AllPartitionMapping()
 
 
 def save_matrix(storage: SigmapStorage, name: str, matrix, extra_arrays: dict | None = None):
     """Store an OverlapMatrix as parquet (values) + npz (n_common and extras)."""
-    out = storage.path("overlap", f"{name}.parquet")
+    out = storage.layout.overlap_table(name)
     write_parquet(matrix.to_frame(), out)
     arrays = {"values": matrix.values, "labels": np.array(matrix.labels)}
     if matrix.n_common is not None:
         arrays["n_common"] = matrix.n_common
     for k, v in (extra_arrays or {}).items():
         arrays[k] = np.asarray(v)
-    npz = storage.path("overlap", f"{name}.npz")
-    tmp = npz.with_name(npz.name + ".tmp.npz")
-    np.savez(tmp, **arrays)
-    tmp.replace(npz)
+    npz = storage.layout.overlap_arrays(name)
+    with atomic_file(npz, suffix=".tmp.npz") as tmp:
+        np.savez(tmp, **arrays)
     return out
 
 
@@ -40,10 +43,8 @@ def load_matrix(storage: SigmapStorage, name: str):
 
     from sigmap_lib.overlap import OverlapMatrix
 
-    m = OverlapMatrix.from_frame(
-        pl.read_parquet(storage.path("overlap", f"{name}.parquet")), level=name
-    )
-    npz = np.load(storage.path("overlap", f"{name}.npz"), allow_pickle=False)
+    m = OverlapMatrix.from_frame(pl.read_parquet(storage.layout.overlap_table(name)), level=name)
+    npz = np.load(storage.layout.overlap_arrays(name), allow_pickle=False)
     if "n_common" in npz:
         m.n_common = npz["n_common"]
     m.extra.update({k: npz[k] for k in npz.files if k not in ("values", "labels", "n_common")})
@@ -54,7 +55,7 @@ def matrix_metadata(storage: SigmapStorage, matrix, name: str, title: str) -> di
     from sigmap_lib.overlap import spread
     from sigmap_lib.reporting import heatmap
 
-    png = heatmap(matrix, storage.plots_dir() / f"{name}_heatmap.png", title=title)
+    png = heatmap(matrix, storage.layout.plot(f"{name}_heatmap.png"), title=title)
     s = spread(matrix)
     return {
         "benchmarks": len(matrix.labels),
@@ -74,7 +75,7 @@ class PerformanceConfig(dg.Config):
 @dg.asset(
     group_name="overlap",
     deps=["benchmark_scores"],
-    automation_condition=aggregate_condition(),
+    **automated(aggregate_condition()),
     kinds={"parquet"},
 )
 def performance_overlap(config: PerformanceConfig, storage: SigmapStorage) -> dg.MaterializeResult:
@@ -112,7 +113,7 @@ def load_questions(storage: SigmapStorage, keys: list[str]) -> dict[str, list[st
 
     out = {}
     for k in keys:
-        p = storage.path("items", k, "questions.parquet")
+        p = storage.layout.item_questions(k)
         if p.exists():
             texts = pl.read_parquet(p)["text"].to_list()
             if texts:
@@ -123,7 +124,7 @@ def load_questions(storage: SigmapStorage, keys: list[str]) -> dict[str, list[st
 @dg.asset(
     group_name="overlap",
     deps=[dg.AssetDep("benchmark_items", partition_mapping=ALL_BENCHMARKS)],
-    automation_condition=aggregate_condition(),
+    **automated(aggregate_condition()),
     kinds={"pytorch", "parquet"},
 )
 def semantic_overlap(
@@ -143,7 +144,7 @@ def semantic_overlap(
         )
     encoder = load_encoder(config.encoder_path or None)
     flat = [t for k in questions for t in questions[k]]
-    emb = embed_texts(flat, encoder=encoder, cache_dir=storage.path("embeddings"))
+    emb = embed_texts(flat, encoder=encoder, cache_dir=storage.layout.embeddings_dir())
     embs, i = {}, 0
     for k, texts in questions.items():
         embs[k] = emb[i : i + len(texts)]
@@ -168,44 +169,70 @@ class SignatureOverlapConfig(dg.Config):
     seed: int = 0
 
 
-def signature_inputs(storage: SigmapStorage, keys: list[str]):
-    """Signature units per benchmark, scores, NLL arrays and bpb moments, in the ranks' model order."""
+@dataclass
+class SignatureInputs:
+    """What the signature level reads, in the rank store's model order."""
+
+    info: dict
+    """``current_ranks``: the rank store's dir, model keys and raw ids."""
+    signatures: dict
+    """Benchmark key -> signature unit indices (current, screenable benchmarks only)."""
+    settings: Any
+    """The :class:`SignatureSettings` the signatures were extracted with (or None)."""
+    fallback: list
+    """Benchmarks with an empty signature, represented by their best screened unit."""
+    ranks: Any
+    corpus: Any
+    scores: np.ndarray
+    """``(n_models, n_benchmarks)`` in ``signatures`` order."""
+    nll_arrays: list
+
+
+def signature_inputs(storage: SigmapStorage, keys: list[str]) -> SignatureInputs:
+    """Signature units per benchmark, scores, NLL arrays and bpb moments, in the ranks' model
+    order. Signatures built on other ranks, unscreenable ones and ones stored without their
+    settings (an older sigmap) are left out."""
     import polars as pl
 
     from sigmap_assets.defs.signatures.assets import open_nll_arrays, score_matrix
     from sigmap_lib.nll import RankStore
+    from sigmap_lib.signatures import SignatureSettings
 
     info = current_ranks(storage)
-    sigs, configs, fallback = {}, {}, []
+    sigs, settings, fallback = {}, None, []
     for k in keys:
-        p = storage.path("signatures", k, "units.parquet")
+        p = storage.layout.signature_units(k)
         if not p.exists():
             continue
         units = pl.read_parquet(p)["unit"].to_numpy()
-        summary = read_json(storage.path("signatures", k, "summary.json"))
+        summary = read_json(storage.layout.signature_summary(k))
         if summary.get("ranks_dir") != info["dir"] or "skipped" in summary:
             continue  # stale (built on another model set) or not screenable
+        if "settings" not in summary:
+            continue  # stored by an older sigmap: re-materialize signatures
         if units.size == 0:
-            cands = pl.read_parquet(storage.path("screening", k, "candidates.parquet"))[
-                "unit"
-            ].to_numpy()
+            cands = pl.read_parquet(storage.layout.screening_candidates(k))["unit"].to_numpy()
             units = cands[:1]
             fallback.append(k)
         if units.size:
             sigs[k] = units
-            configs[k] = summary.get("config", {})
-    ranks = RankStore.open(info["path"])
-    corpus = open_corpus(storage)
-    bench = list(sigs)
-    y = score_matrix(storage, info["models"], bench)
-    arrays = open_nll_arrays(storage, info["models"])
-    return info, sigs, configs, fallback, ranks, corpus, y, arrays
+            settings = settings or SignatureSettings.from_dict(summary["settings"])
+    return SignatureInputs(
+        info=info,
+        signatures=sigs,
+        settings=settings,
+        fallback=fallback,
+        ranks=RankStore.open(info["path"]),
+        corpus=open_corpus(storage),
+        scores=score_matrix(storage, info["models"], list(sigs)),
+        nll_arrays=open_nll_arrays(storage, info["models"]),
+    )
 
 
 @dg.asset(
     group_name="overlap",
     deps=[dg.AssetDep("signatures", partition_mapping=ALL_BENCHMARKS), "nll_ranks"],
-    automation_condition=aggregate_condition(ignore=("nll_ranks",)),
+    **automated(aggregate_condition(ignore=("nll_ranks",))),
     kinds={"parquet"},
 )
 def signature_overlap(
@@ -217,12 +244,11 @@ def signature_overlap(
     from sigmap_lib.signatures import extract_signatures, gather_units
 
     keys = catalog_table(storage)["key"].to_list()
-    info, sigs, configs, fallback, ranks, corpus, y, arrays = signature_inputs(storage, keys)
+    inputs = signature_inputs(storage, keys)
+    sigs, ranks, corpus, arrays = inputs.signatures, inputs.ranks, inputs.corpus, inputs.nll_arrays
     if len(sigs) < 2:
         raise dg.Failure(f"signature overlap needs >= 2 current signatures, found {sorted(sigs)}")
     bench = list(sigs)
-    cfg = next(iter(configs.values()))
-    scr = read_json(storage.path("screening", bench[0], "summary.json"))
 
     def read(units: np.ndarray) -> np.ndarray:
         return gather_units(arrays, units).T
@@ -233,11 +259,7 @@ def signature_overlap(
             scores,
             nll_arrays=arrays,
             benchmark_names=bench,
-            k=scr["k"],
-            statistic=scr["statistic"],
-            two_sided=scr["two_sided"],
-            criterion=cfg.get("criterion", "aic"),
-            gamma=cfg.get("gamma", 0.5),
+            **inputs.settings.extract_kwargs(),
         )
         return {s.benchmark: (s.units if s.units.size else s.candidates[:1]) for s in out}
 
@@ -248,7 +270,12 @@ def signature_overlap(
 
     observed = sig_overlap(sigs, **kw)
     with_null = signature_overlap_null(
-        extract, y, n_perm=config.n_permutations, seed=config.seed, observed=observed, **kw
+        extract,
+        inputs.scores,
+        n_perm=config.n_permutations,
+        seed=config.seed,
+        observed=observed,
+        **kw,
     )
     ci = bootstrap_ci(observed, n_boot=config.n_bootstrap, seed=config.seed)
     extras = {
@@ -273,8 +300,8 @@ def signature_overlap(
     pairs.sort(key=lambda r: -np.nan_to_num(r["overlap"], nan=-9))
     return dg.MaterializeResult(
         metadata={
-            "models": len(info["models"]),
-            "fallback_to_best_screened_unit": dg.MetadataValue.json(fallback),
+            "models": len(inputs.info["models"]),
+            "fallback_to_best_screened_unit": dg.MetadataValue.json(inputs.fallback),
             "pairs": dg.MetadataValue.md(md_table(pairs, max_rows=40)),
             **matrix_metadata(
                 storage, observed, "signature", "Signature overlap (Spearman across models)"
@@ -292,79 +319,10 @@ class ReportConfig(dg.Config):
     seed: int = 0
 
 
-def truth_sections(world_root, storage: SigmapStorage, sigs: dict, catalog) -> tuple[list, dict]:
-    """Findings that need the world's truth: planted recovery (synthetic), domain shares (zoo)."""
-    import json
-
-    import polars as pl
-
-    from sigmap_lib.reporting import Section
-
-    truth_path = world_root / "truth.json"
-    if not truth_path.exists():
-        return [], {}
-    truth = json.loads(truth_path.read_text())
-    names = dict(zip(catalog["key"].to_list(), catalog["benchmark"].to_list()))
-    functions = dict(zip(catalog["key"].to_list(), catalog["function"].to_list()))
-    if "planted" in json.dumps(list(truth.keys())):
-        from sigmap_lib.worlds import SyntheticWorld, planted_recovery
-
-        rec = planted_recovery(
-            SyntheticWorld.load(world_root), {names[k]: v for k, v in sigs.items()}
-        )
-        per = pl.DataFrame(
-            [
-                {"benchmark": b, **{k: v for k, v in r.items() if not isinstance(v, (list, dict))}}
-                for b, r in rec["per_benchmark"].items()
-            ]
-        )
-        text = (
-            f"Planted-unit recall {rec['recall']:.2f}, precision {rec['precision']:.2f}, "
-            f"hit rate {rec['hit_rate']:.2f} (benchmarks whose signature contains ≥ 1 planted unit of its function)."
-        )
-        return [
-            Section("Planted truth (synthetic world)", text, tables=[("per benchmark", per)])
-        ], {"planted_recovery": {k: v for k, v in rec.items() if k != "per_benchmark"}}
-    doc_domain = truth.get("doc_domain") or truth.get("corpus_domains")
-    if not doc_domain:
-        return [], {}
-    from sigmap_lib.reporting import domain_shares, matching_domain_summary
-
-    corpus = open_corpus(storage)
-    doc_ids = corpus.doc_ids if hasattr(corpus, "doc_ids") else None
-    if isinstance(doc_domain, dict) and doc_ids is not None:
-        per_doc = np.array([doc_domain.get(str(d), "unknown") for d in doc_ids])
-    else:
-        per_doc = np.asarray(doc_domain)
-    unit_domain = per_doc[np.asarray(corpus.unit_doc)]
-    shares = domain_shares(sigs, unit_domain, functions)
-    by_name = truth.get("benchmarks", {})
-    key_of = dict(zip(catalog["benchmark"].to_list(), catalog["key"].to_list()))
-    bench_domain = {
-        key_of[n]: v["domain"]
-        for n, v in by_name.items()
-        if isinstance(v, dict) and v.get("domain") and n in key_of
-    }
-    match = matching_domain_summary(shares, bench_domain)
-    text = (
-        "Share of each benchmark's signature units that fall in each corpus domain, against the domain's "
-        "share of all corpus units (lift > 1: the signature over-represents the domain)."
-    )
-    tables = (
-        [("signature share in the domain the benchmark's function targets", match)]
-        if match.height
-        else []
-    )
-    tables.append(("all domains", shares))
-    return [Section("Where do signatures fall? (zoo truth)", text, tables=tables)], {
-        "domain_match": match.to_dicts() if match.height else []
-    }
-
-
 @dg.asset(
     group_name="overlap",
     deps=[performance_overlap, semantic_overlap, signature_overlap],
-    automation_condition=aggregate_condition(),
+    **automated(aggregate_condition()),
     kinds={"html"},
 )
 def overlap_report(
@@ -376,7 +334,7 @@ def overlap_report(
     """Tests per level (family/format Mann–Whitney, function matrices, spread, clustering),
     heatmaps and dendrograms, robustness variants, signature–content alignment and the
     world's truth-based findings — as a self-contained HTML report and UI metadata."""
-    from sigmap_lib.reporting import build_overlap_report, render_html_report
+    from sigmap_lib.reporting import build_overlap_report, render_html_report, truth_sections
 
     catalog = catalog_table(storage)
     meta = {
@@ -385,34 +343,25 @@ def overlap_report(
     }
     levels = {}
     for name in ("semantic", "performance", "signature"):
-        if storage.path("overlap", f"{name}.parquet").exists():
+        if storage.layout.overlap_table(name).exists():
             levels[name] = load_matrix(storage, name)
     robustness, alignment = [], None
-    info, sigs, configs, fallback, ranks, corpus, y, arrays = signature_inputs(
-        storage, catalog["key"].to_list()
-    )
+    inputs = signature_inputs(storage, catalog["key"].to_list())
+    sigs, ranks, corpus = inputs.signatures, inputs.ranks, inputs.corpus
     if config.robustness and "signature" in levels and len(sigs) >= 3:
         from sigmap_lib.overlap import signature_robustness
 
-        scr = read_json(storage.path("screening", next(iter(sigs)), "summary.json"))
-        cfg = next(iter(configs.values()))
         unit_doc = np.asarray(corpus.unit_doc)
         half = int(np.searchsorted(unit_doc, unit_doc[len(unit_doc) // 2]))
         robustness = signature_robustness(
-            arrays,
-            y,
+            inputs.nll_arrays,
+            inputs.scores,
             list(sigs),
             main=levels["signature"].subset(list(sigs)),
             unit_nbytes=corpus.unit_nbytes,
             bpb_mean=ranks.bpb_mean,
             bpb_sd=ranks.bpb_sd,
-            extract_kwargs={
-                "k": scr["k"],
-                "statistic": scr["statistic"],
-                "two_sided": scr["two_sided"],
-                "criterion": cfg.get("criterion", "aic"),
-                "gamma": cfg.get("gamma", 0.5),
-            },
+            extract_kwargs=inputs.settings.extract_kwargs(),
             corpus_split=half if half > 0 else None,
             n_model_subsets=config.n_model_subsets,
             seed=config.seed,
@@ -431,32 +380,38 @@ def overlap_report(
                 contexts,
                 questions,
                 functions={k: meta[k]["function"] for k in contexts},
-                cache_dir=str(storage.path("embeddings")),
+                cache_dir=str(storage.layout.embeddings_dir()),
             )
-    extra, truth_summary = truth_sections(world.root(), storage, sigs, catalog)
+    extra, truth_summary = truth_sections(
+        world.root(),
+        sigs,
+        catalog.to_dicts(),
+        np.asarray(corpus.unit_doc),
+        corpus.doc_ids if hasattr(corpus, "doc_ids") else None,
+    )
     sections, summary = build_overlap_report(
         levels,
         meta,
-        storage.plots_dir(),
+        storage.layout.plots_dir(),
         robustness=robustness,
         alignment=alignment,
         extra_sections=extra,
     )
     summary.update(truth_summary)
-    summary["signature_fallbacks"] = fallback
+    summary["signature_fallbacks"] = inputs.fallback
     html = render_html_report(
         sections,
-        storage.reports_dir() / "overlap_report.html",
+        storage.layout.report("overlap_report.html"),
         title="sigmap — benchmark overlap report",
-        intro=f"{len(meta)} benchmarks, {len(info['models'])} models with NLL, levels: {', '.join(levels)}.",
+        intro=f"{len(meta)} benchmarks, {len(inputs.info['models'])} models with NLL, levels: {', '.join(levels)}.",
     )
-    write_json(summary, storage.path("reports", "overlap_summary.json"))
+    write_json(summary, storage.layout.report("overlap_summary.json"))
     images = "\n\n".join(
         image_md(p, t)
         for t, p in [
-            ("three levels", storage.plots_dir() / "overlap_levels.png"),
+            ("three levels", storage.layout.plot("overlap_levels.png")),
             *[
-                (f"{lv} (clustered)", storage.plots_dir() / f"report_{lv}_heatmap.png")
+                (f"{lv} (clustered)", storage.layout.plot(f"report_{lv}_heatmap.png"))
                 for lv in levels
             ],
         ]

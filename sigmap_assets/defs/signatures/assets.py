@@ -8,7 +8,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from sigmap_assets.automation import partition_condition
+from sigmap_assets.automation import automated, partition_condition
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage
@@ -49,37 +49,12 @@ def score_matrix(
     return values
 
 
-def unscreenable(y: np.ndarray) -> str | None:
-    """Why a benchmark's scores cannot be screened (None when they can).
-
-    Rank statistics need >= 3 scored models whose scores are not all equal — and still not
-    all equal when any one model is left out (leave-one-model-out R²)."""
-    v = y[np.isfinite(y)]
-    if v.size < 3:
-        return f"only {v.size} scored model(s) with NLL"
-    _, counts = np.unique(v, return_counts=True)
-    if counts.max() > v.size - 2:
-        return f"scores are (almost) constant: {counts.max()} of {v.size} models share one value"
-    return None
-
-
-def split_screenable(y: np.ndarray, keys: list[str]) -> tuple[list[int], dict[str, str]]:
-    valid, skipped = [], {}
-    for j, key in enumerate(keys):
-        reason = unscreenable(y[:, j])
-        if reason is None:
-            valid.append(j)
-        else:
-            skipped[key] = reason
-    return valid, skipped
-
-
 @dg.asset(
     group_name="signatures",
     partitions_def=benchmarks_partitions,
     deps=["nll_ranks", "benchmark_scores"],
     backfill_policy=dg.BackfillPolicy.single_run(),
-    automation_condition=partition_condition(),
+    **automated(partition_condition()),
     kinds={"numpy", "parquet"},
 )
 def screened_candidates(
@@ -92,7 +67,7 @@ def screened_candidates(
 
     from sigmap_lib.nll import RankStore
     from sigmap_lib.reporting import correlation_histogram
-    from sigmap_lib.signatures import screen
+    from sigmap_lib.signatures import screen, split_screenable
 
     keys = list(context.partition_keys)
     info = current_ranks(storage)
@@ -110,11 +85,11 @@ def screened_candidates(
                     "strength": pl.Float64,
                 }
             ),
-            storage.path("screening", key, "candidates.parquet"),
+            storage.layout.screening_candidates(key),
         )
         write_json(
             {"benchmark": key, "skipped": reason, "ranks_dir": info["dir"]},
-            storage.path("screening", key, "summary.json"),
+            storage.layout.screening_summary(key),
         )
     keys = [keys[j] for j in valid]
     y = y_all[:, valid]
@@ -134,7 +109,7 @@ def screened_candidates(
     )
     rows, plots = [], []
     for key, res in zip(keys, results):
-        out = storage.path("screening", key)
+        out = storage.layout.screening_dir(key)
         write_parquet(
             pl.DataFrame(
                 {
@@ -163,7 +138,7 @@ def screened_candidates(
         png = correlation_histogram(
             res.hist_edges,
             res.hist_counts,
-            storage.plots_dir() / f"screening_{key}.png",
+            storage.layout.plot(f"screening_{key}.png"),
             title=f"{key}: {res.statistic} over {res.n_units:,} units",
         )
         plots.append((key, png))
@@ -237,7 +212,7 @@ def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
     partitions_def=benchmarks_partitions,
     deps=[screened_candidates],
     backfill_policy=dg.BackfillPolicy.single_run(),
-    automation_condition=partition_condition(),
+    **automated(partition_condition()),
     kinds={"parquet"},
 )
 def signatures(
@@ -252,11 +227,11 @@ def signatures(
     import polars as pl
 
     from sigmap_lib.nll import RankStore
-    from sigmap_lib.signatures import extract_signatures
+    from sigmap_lib.signatures import SignatureSettings, extract_signatures
 
     keys = list(context.partition_keys)
     info = current_ranks(storage)
-    screened = {k: read_json(storage.path("screening", k, "summary.json")) for k in keys}
+    screened = {k: read_json(storage.layout.screening_summary(k)) for k in keys}
     stale = [k for k, v in screened.items() if v["ranks_dir"] != info["dir"]]
     if stale:
         raise dg.Failure(
@@ -265,12 +240,10 @@ def signatures(
         )
     skipped = {k: v["skipped"] for k, v in screened.items() if "skipped" in v}
     for key, reason in skipped.items():
-        write_parquet(
-            pl.DataFrame(schema=UNIT_SCHEMA), storage.path("signatures", key, "units.parquet")
-        )
+        write_parquet(pl.DataFrame(schema=UNIT_SCHEMA), storage.layout.signature_units(key))
         write_json(
             {"benchmark": key, "skipped": reason, "units": [], "ranks_dir": info["dir"]},
-            storage.path("signatures", key, "summary.json"),
+            storage.layout.signature_summary(key),
         )
     keys = [k for k in keys if k not in skipped]
     if not keys:
@@ -278,17 +251,20 @@ def signatures(
             metadata={"benchmarks": 0, "not_screened": dg.MetadataValue.json(skipped)}
         )
     first = screened[keys[0]]
+    settings = SignatureSettings(
+        k=first["k"],
+        statistic=first["statistic"],
+        two_sided=first["two_sided"],
+        criterion=config.criterion,
+        gamma=config.gamma,
+    )
     y = score_matrix(storage, info["models"], keys)
     sigs = extract_signatures(
         RankStore.open(info["path"]),
         y,
         nll_arrays=open_nll_arrays(storage, info["models"]),
         benchmark_names=keys,
-        k=first["k"],
-        statistic=first["statistic"],
-        two_sided=first["two_sided"],
-        criterion=config.criterion,
-        gamma=config.gamma,
+        **settings.extract_kwargs(),
         loo=config.loo,
         n_bootstrap=config.n_bootstrap,
         n_permutations=config.n_permutations,
@@ -314,7 +290,7 @@ def signatures(
                     "doc": int(corpus.unit_doc[int(u)]),
                 }
             )
-        out = storage.path("signatures", key)
+        out = storage.layout.signature_dir(key)
         write_parquet(
             pl.DataFrame(units, schema=UNIT_SCHEMA) if units else pl.DataFrame(schema=UNIT_SCHEMA),
             out / "units.parquet",
@@ -323,6 +299,7 @@ def signatures(
             "ranks_dir": info["dir"],
             "models": info["models"],
             "config": config.model_dump(),
+            "settings": settings.to_dict(),
         }
         write_json(summary, out / "summary.json")
         null = summary.get("null", {})

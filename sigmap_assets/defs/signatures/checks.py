@@ -23,7 +23,7 @@ def signature_nonempty_finite(
 ) -> dg.AssetCheckResult:
     problems = {}
     for key in _keys(context):
-        s = read_json(storage.path("signatures", key, "summary.json"))
+        s = read_json(storage.layout.signature_summary(key))
         if "skipped" in s:
             continue  # not screenable (constant scores): reported by the asset, nothing to check
         coef = np.asarray(s["coef"], dtype=float)

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import polars as pl
 
+from sigmap_lib._util._tables import row_label
 from sigmap_lib.errors import SigmapInputError
 
 Duplicates = Literal["error", "first", "last", "mean"]
@@ -45,64 +44,20 @@ FMT_ROW = 5  # examples shown in error messages
 
 
 def empty_scores() -> pl.DataFrame:
-    """An empty canonical score table (columns model, benchmark, score)."""
+    """An empty canonical score table (columns model, benchmark, score).
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import empty_scores
+    >>> df = empty_scores()
+    >>> df.shape, dict(df.schema)
+    ((0, 3), {'model': String, 'benchmark': String, 'score': Float64})
+    """
     return pl.DataFrame(schema=SCORE_SCHEMA)
 
 
 # ---------------------------------------------------------------------------------------
 # file reading helpers
-
-
-def table_kind(path: Path, what: str = "scores file") -> str:
-    s = path.suffix.lower()
-    if s in {".csv", ".tsv", ".txt"}:
-        return "tsv" if s == ".tsv" else "csv"
-    if s in {".parquet", ".pq"}:
-        return "parquet"
-    raise SigmapInputError(
-        f"{what} {path}: unsupported file type {path.suffix!r} (use .csv, .tsv or .parquet)"
-    )
-
-
-def read_table(path: str | Path, what: str) -> tuple[pl.DataFrame, str]:
-    """Read a CSV/TSV (all columns as strings) or parquet file; reject empty files.
-
-    Returns the frame and the file kind (``csv``, ``tsv`` or ``parquet``).
-    """
-    p = Path(path)
-    if not p.is_file():
-        raise SigmapInputError(f"{what} {p}: file not found")
-    kind = table_kind(p, what)
-    if p.stat().st_size == 0:
-        raise SigmapInputError(f"{what} {p}: file is empty")
-    try:
-        if kind == "parquet":
-            df = pl.read_parquet(p)
-        else:
-            sep = "\t" if kind == "tsv" else ","
-            with p.open(newline="", encoding="utf-8") as fh:
-                header = next(csv.reader(fh, delimiter=sep), [])
-            header = [h.strip() for h in header]
-            seen: set[str] = set()
-            dups = sorted({h for h in header if h in seen or seen.add(h)})  # type: ignore[func-returns-value]
-            if dups:
-                raise SigmapInputError(f"{what} {p}: duplicate column name(s) {dups} in the header")
-            df = pl.read_csv(p, separator=sep, infer_schema=False, truncate_ragged_lines=False)
-            df = df.rename({c: c.strip() for c in df.columns})
-    except SigmapInputError:
-        raise
-    except Exception as exc:  # polars / pyarrow parse errors
-        raise SigmapInputError(f"{what} {p}: cannot be read as {kind}: {exc}") from exc
-    if df.width == 0:
-        raise SigmapInputError(f"{what} {p}: file has no columns")
-    if df.height == 0:
-        raise SigmapInputError(f"{what} {p}: file has a header but no data rows")
-    return df, kind
-
-
-def row_label(kind: str, idx: int) -> str:
-    """Human row reference: CSV line number (header = line 1) or parquet row index."""
-    return f"line {idx + 2}" if kind in {"csv", "tsv"} else f"row {idx}"
 
 
 def parse_numeric(
@@ -284,12 +239,3 @@ def check_rename(rename: Mapping[str, str] | None, columns: Sequence[str], path:
             )
         seen[t] = c
     return rename
-
-
-def load_json(path: Path, what: str) -> Any:
-    if path.stat().st_size == 0:
-        raise SigmapInputError(f"{what} {path}: file is empty")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SigmapInputError(f"{what} {path}: not valid JSON: {exc}") from exc

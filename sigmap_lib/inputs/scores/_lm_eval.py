@@ -11,8 +11,9 @@ from typing import Any, Literal
 
 import polars as pl
 
+from sigmap_lib._util._tables import load_json
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs.scores._common import SCORE_SCHEMA, check_rename, load_json
+from sigmap_lib.inputs.scores._common import SCORE_SCHEMA, check_rename
 
 #: lm-evaluation-harness metrics tried, in order, for a task not named in ``metrics``.
 DEFAULT_LM_EVAL_METRICS: tuple[str, ...] = (
@@ -81,6 +82,16 @@ def lm_eval_model_id(data: Mapping[str, Any], path: Path) -> str:
     ------
     SigmapInputError
         If neither is present (the message names ``path``).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import lm_eval_model_id
+    >>> lm_eval_model_id({"model_name": "EleutherAI/pythia-160m"}, Path("results.json"))
+    'EleutherAI/pythia-160m'
+    >>> doc = {"config": {"model_args": "pretrained=EleutherAI/pythia-160m,dtype=float16"}}
+    >>> lm_eval_model_id(doc, Path("results.json"))
+    'EleutherAI/pythia-160m'
     """
     name = data.get("model_name")
     if isinstance(name, str) and name.strip():
@@ -182,6 +193,29 @@ def read_lm_eval_results(
         No results files, unreadable JSON, no ``results`` mapping, unknown model, a
         missing or non-numeric metric, a lower-is-better metric (per the file's
         ``higher_is_better``), or conflicting values with ``on_conflict="error"``.
+
+    Examples
+    --------
+    >>> import json
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_lm_eval_results
+    >>> folder = Path("lm_eval/EleutherAI__pythia-160m")
+    >>> folder.mkdir(parents=True)
+    >>> doc = {
+    ...     "results": {
+    ...         "arc_easy": {"alias": "arc_easy", "acc,none": 0.43, "acc_norm,none": 0.39},
+    ...         "gsm8k": {"exact_match,strict-match": 0.02},
+    ...     },
+    ...     "config": {"model_args": "pretrained=EleutherAI/pythia-160m,dtype=float16"},
+    ... }
+    >>> _ = (folder / "results_2024-05-01T10-00-00.json").write_text(json.dumps(doc))
+    >>> read_lm_eval_results("lm_eval").rows()  # acc_norm is preferred by default
+    [('EleutherAI/pythia-160m', 'arc_easy', 0.39), ('EleutherAI/pythia-160m', 'gsm8k', 0.02)]
+    >>> scores = read_lm_eval_results(
+    ...     "lm_eval", metrics={"arc_easy": "acc"}, rename={"arc_easy": "arc"}
+    ... )
+    >>> scores["benchmark", "score"].rows()
+    [('arc', 0.43), ('gsm8k', 0.02)]
     """
     root = Path(path)
     if root.is_file():

@@ -22,6 +22,14 @@ def normalize_model_id(model_id: str) -> str:
     (``@main``, ``@<sha>``), turns the slug separator ``__`` into ``/``, removes leading /
     trailing slashes and case-folds: ``" EleutherAI__Pythia-160m@main "`` ->
     ``"eleutherai/pythia-160m"``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import normalize_model_id
+    >>> normalize_model_id(" EleutherAI__Pythia-160m@main ")
+    'eleutherai/pythia-160m'
+    >>> normalize_model_id("https://huggingface.co/EleutherAI/pythia-160m/")
+    'eleutherai/pythia-160m'
     """
     s = _HF_URL.sub("", str(model_id).strip())
     s = s.split("@", 1)[0]
@@ -84,6 +92,19 @@ def match_models(score_models: Iterable[str], registry_ids: Iterable[str]) -> Ma
     -------
     MatchResult
         Lists keep the input order.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import match_models
+    >>> res = match_models(
+    ...     ["EleutherAI/pythia-160m", "eleutherai__pythia-410m", "gpt-x"],  # in the scores
+    ...     ["EleutherAI/pythia-160m", "EleutherAI/pythia-410m", "tiny-gpt2"],  # models.yaml
+    ... )
+    >>> res.mapping
+    {'EleutherAI/pythia-160m': 'EleutherAI/pythia-160m',
+     'eleutherai__pythia-410m': 'EleutherAI/pythia-410m'}
+    >>> res.method["eleutherai__pythia-410m"], res.unmatched_scores, res.unmatched_registry
+    ('normalized', ['gpt-x'], ['tiny-gpt2'])
     """
     scores = list(dict.fromkeys(score_models))
     registry = list(dict.fromkeys(registry_ids))
@@ -142,6 +163,20 @@ def apply_model_match(
     -------
     pl.DataFrame
         Same columns, ``model`` holding registry ids.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from sigmap_lib.inputs import apply_model_match, match_models
+    >>> long = pl.DataFrame(
+    ...     {"model": ["eleutherai__pythia-410m", "gpt-x"], "benchmark": ["arc", "arc"],
+    ...      "score": [35.0, 50.0]}
+    ... )
+    >>> match = match_models(long["model"], ["EleutherAI/pythia-410m"])
+    >>> apply_model_match(long, match).rows()
+    [('EleutherAI/pythia-410m', 'arc', 35.0)]
+    >>> apply_model_match(long, match, drop_unmatched=False).rows()
+    [('EleutherAI/pythia-410m', 'arc', 35.0), ('gpt-x', 'arc', 50.0)]
     """
     if drop_unmatched:
         long = long.filter(pl.col("model").is_in(list(match.mapping)))

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sigmap_lib._util._tables import read_table, row_label
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs.scores._common import (
     FMT_ROW,
@@ -48,9 +49,7 @@ from sigmap_lib.inputs.scores._common import (
     is_metadata_column,
     model_ids,
     parse_numeric,
-    read_table,
     resolve_duplicates,
-    row_label,
 )
 from sigmap_lib.inputs.scores._lm_eval import read_lm_eval_results
 from sigmap_lib.inputs.scores._validate import ScoreValidation, validate_scores
@@ -102,6 +101,22 @@ def read_wide(
         Empty file, no model column, empty model ids, a requested benchmark column that
         is absent, non-numeric or infinite values (column and example rows named),
         conflicting duplicated models, or no scores at all.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_wide
+    >>> _ = Path("leaderboard.csv").write_text(
+    ...     "model,Average,arc,gsm8k\\n"
+    ...     "m1,21.2,30.0,12.5\\n"
+    ...     "m2,40,35.0,n/a\\n"
+    ...     "m3,45,50.0,40.0\\n"
+    ... )
+    >>> read_wide("leaderboard.csv").rows()  # "Average" is metadata; "n/a" is missing
+    [('m1', 'arc', 30.0), ('m1', 'gsm8k', 12.5), ('m2', 'arc', 35.0), ('m3', 'arc', 50.0),
+     ('m3', 'gsm8k', 40.0)]
+    >>> read_wide("leaderboard.csv", benchmarks=["gsm8k"], rename={"gsm8k": "gsm8k/main"}).rows()
+    [('m1', 'gsm8k/main', 12.5), ('m3', 'gsm8k/main', 40.0)]
     """
     p = Path(path)
     df, kind = read_table(p, "scores file")
@@ -196,6 +211,17 @@ def read_long(
     SigmapInputError
         Missing columns, empty model or benchmark names, non-numeric or infinite
         scores, conflicting duplicate pairs, or no scores.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_long
+    >>> _ = Path("long.csv").write_text("llm,task,acc\\nm1,arc,0.30\\nm2,arc,0.35\\nm2,arc,0.37\\n")
+    >>> read_long(
+    ...     "long.csv", model_column="llm", benchmark_column="task", score_column="acc",
+    ...     duplicates="last",  # m2 / arc appears twice
+    ... ).rows()
+    [('m1', 'arc', 0.3), ('m2', 'arc', 0.37)]
     """
     p = Path(path)
     df, kind = read_table(p, "scores file")
@@ -272,6 +298,19 @@ def read_scores(spec: Mapping[str, Any], *, base_dir: str | Path | None = None) 
     SigmapInputError
         Unknown kind, missing path, unknown options (named), a bad scale, or whatever
         the reader raises.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_scores
+    >>> _ = Path("long.csv").write_text("model,benchmark,score\\nm1,arc,0.30\\nm2,arc,0.35\\n")
+    >>> read_scores({"kind": "long", "path": "long.csv", "scale": 100}).rows()  # to percent
+    [('m1', 'arc', 30.0), ('m2', 'arc', 35.0)]
+    >>> read_scores({"kind": "wide", "path": "long.csv", "colums": ["arc"]})
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: score source long.csv (kind 'wide'): unknown option(s)
+    ['colums']; allowed: ['model_column', 'benchmarks', 'rename', 'duplicates', 'scale']
     """
     if not isinstance(spec, Mapping):
         raise SigmapInputError(f"score source spec must be a mapping, got {spec!r}")
@@ -340,6 +379,25 @@ def read_score_sources(
         Long table ``model, benchmark, score`` after validation.
     report : ScoreValidation
         Warnings, dropped benchmarks and counts.
+
+    Examples
+    --------
+    Two wide files that share one (equal) score; gsm8k has only two models:
+
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import read_score_sources
+    >>> _ = Path("leaderboard.csv").write_text(
+    ...     "model,arc,gsm8k\\nm1,30.0,12.5\\nm2,35.0,\\nm3,50.0,40.0\\n"
+    ... )
+    >>> _ = Path("more.csv").write_text("model,arc,mmlu\\nm1,30.0,41.0\\nm2,,44.5\\nm3,,52.0\\n")
+    >>> specs = [{"kind": "wide", "path": "leaderboard.csv"}, {"kind": "wide", "path": "more.csv"}]
+    >>> table, report = read_score_sources(specs, min_models=3)
+    >>> table.rows()
+    [('m1', 'arc', 30.0), ('m2', 'arc', 35.0), ('m3', 'arc', 50.0), ('m1', 'mmlu', 41.0),
+     ('m2', 'mmlu', 44.5), ('m3', 'mmlu', 52.0)]
+    >>> report.warnings[0], report.dropped_benchmarks, report.sources
+    ('1 (model, benchmark) score(s) appear in several sources with equal values; kept once',
+     {'gsm8k': 'only 2 model(s) scored, min_models=3'}, ['leaderboard.csv', 'more.csv'])
     """
     if not specs:
         raise SigmapInputError("no score sources given")

@@ -36,6 +36,20 @@ def to_wide(
     benchmarks : list[str]
     values : np.ndarray
         Float64, shape ``(n_models, n_benchmarks)``, NaN where missing.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from sigmap_lib.inputs import to_wide
+    >>> long = pl.DataFrame(
+    ...     {"model": ["m1", "m2", "m2"], "benchmark": ["arc", "arc", "gsm8k"],
+    ...      "score": [30.0, 35.0, 12.5]}
+    ... )
+    >>> models, benchmarks, values = to_wide(long)
+    >>> models, benchmarks, values.tolist()  # (n_models, n_benchmarks)
+    (['m1', 'm2'], ['arc', 'gsm8k'], [[30.0, nan], [35.0, 12.5]])
+    >>> to_wide(long, models=["m2", "m1", "m3"], benchmarks=["gsm8k"])[2].tolist()
+    [[12.5], [nan], [nan]]
     """
     for c in SCORE_SCHEMA:
         if c not in long.columns:
@@ -78,6 +92,14 @@ def from_wide(models: Sequence[str], benchmarks: Sequence[str], values: np.ndarr
     -------
     pl.DataFrame
         ``model, benchmark, score`` in row-major order.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.inputs import from_wide
+    >>> values = np.array([[30.0, np.nan], [35.0, 12.5]])  # (n_models, n_benchmarks)
+    >>> from_wide(["m1", "m2"], ["arc", "gsm8k"], values).rows()
+    [('m1', 'arc', 30.0), ('m2', 'arc', 35.0), ('m2', 'gsm8k', 12.5)]
     """
     v = np.asarray(values, dtype=np.float64)
     if v.shape != (len(models), len(benchmarks)):

@@ -94,6 +94,25 @@ def validate_scores(
         Missing columns, null / empty ids, non-finite scores, duplicate
         ``(model, benchmark)`` rows, scores outside the catalog range, an empty table, or
         (``strict``) too few models.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from sigmap_lib.inputs import catalog_from_dict, validate_scores
+    >>> table = pl.DataFrame(
+    ...     {"model": ["m1", "m2", "m3", "m1"], "benchmark": ["arc", "arc", "arc", "gsm8k"],
+    ...      "score": [30.0, 35.0, 50.0, 12.5]}
+    ... )
+    >>> entry = {"family": "ai2", "format": "multiple_choice", "function": "reasoning"}
+    >>> catalog = catalog_from_dict({"benchmarks": {"arc": {**entry, "score_range": [0, 100]}}})
+    >>> kept, report = validate_scores(table, catalog=catalog, min_models=3)
+    >>> kept.rows()
+    [('m1', 'arc', 30.0), ('m2', 'arc', 35.0), ('m3', 'arc', 50.0)]
+    >>> report.dropped_benchmarks, report.models_per_benchmark
+    ({'gsm8k': 'only 1 model(s) scored, min_models=3'}, {'arc': 3})
+    >>> report.warnings[0]
+    "score table: benchmark(s) ['gsm8k'] are not in the catalog (no family / format /
+    function, no range check)"
     """
     where = source or "score table"
     if not isinstance(table, pl.DataFrame):

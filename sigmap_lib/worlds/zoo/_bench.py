@@ -483,6 +483,19 @@ def build_zoo_benchmarks(
     ------
     SigmapInputError
         When the held-out text cannot supply ``n_items`` distinct items.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo import build_texts, build_zoo_benchmarks
+    >>> benches = build_zoo_benchmarks(build_texts(quick=True), n_items=3)
+    >>> len(benches), [(b.name, b.format, b.metric) for b in benches[:3]]
+    (16, [('nextline_code', 'multiple_choice', 'acc_norm'),
+          ('nextline_prose', 'multiple_choice', 'acc_norm'),
+          ('pickword_code', 'multiple_choice', 'acc')])
+    >>> bench = next(b for b in benches if b.name == "pickword_arithmetic")
+    >>> item = bench.items[0]
+    >>> item.item_id, item.context.splitlines()[-1], item.choices, item.gold
+    ('pickword_arithmetic-0000', '9 * 97 =', [' 873', ' 198', ' 171', ' 648'], 0)
     """
     bench = {d: texts.texts("bench", d) for d in texts.docs["bench"]}
     code_lines = [
@@ -609,6 +622,18 @@ def loglikelihoods(
     ------
     SigmapInputError
         When a continuation is empty or does not fit in ``max_length``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.worlds import build_causal_lm, sample_texts, train_bpe_tokenizer
+    >>> from sigmap_lib.worlds.zoo import loglikelihoods
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> model = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> requests = [("the river", " stone"), ("the river", " cloud"), ("a", " b")]
+    >>> ll, greedy = loglikelihoods(model, tok, requests)  # both "the river" share a pass
+    >>> np.round(ll, 1).tolist(), greedy.tolist()  # nats; an untrained model
+    ([-17.3, -28.6, -5.8], [False, False, False])
     """
     import torch
 
@@ -710,6 +735,23 @@ def score_benchmarks(
     All requests of all benchmarks go through :func:`loglikelihoods` in one batched
     pass. Returns ``{benchmark name: int8 array (n_items,)}`` following each
     benchmark's metric (``acc``, ``acc_norm``, ``greedy`` or ``ll_threshold``).
+
+    Examples
+    --------
+    A two-item benchmark built inline, answered by a tiny untrained model:
+
+    >>> from sigmap_lib.worlds import build_causal_lm, sample_texts, train_bpe_tokenizer
+    >>> from sigmap_lib.worlds.zoo import ZooBenchmark, ZooItem, score_benchmarks
+    >>> tok = train_bpe_tokenizer(sample_texts(50, seed=0), vocab_size=300)
+    >>> model = build_causal_lm("gpt2", len(tok), d_model=16, n_layer=1, n_head=2, n_ctx=32)
+    >>> items = [
+    ...     ZooItem("demo-0", "the river", [" stone", " cloud"], 0, "the river ___"),
+    ...     ZooItem("demo-1", "a model", [" score", " rank"], 1, "a model ___"),
+    ... ]
+    >>> bench = ZooBenchmark("demo", "pickword", "multiple_choice", "acc", "prose", "language",
+    ...                      items=items)
+    >>> score_benchmarks(model, tok, [bench])  # 1 = the gold choice is the most likely
+    {'demo': array([1, 0], dtype=int8)}
     """
     requests: list[tuple[str, str]] = []
     where: list[tuple[int, int, int]] = []  # (bench, item, start)

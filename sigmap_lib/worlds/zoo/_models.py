@@ -6,8 +6,6 @@ import dataclasses
 import hashlib
 import json
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._atomic import atomic_dir, atomic_write_text
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds.zoo._text import DOMAINS, ZooTexts, build_zoo_texts
 
@@ -123,6 +122,15 @@ def model_specs(n_models: int = 16, *, quick: bool = False, seed: int = 0) -> li
 
     Models alternate architectures when ``n_models`` is smaller than the roster, so a
     small zoo still has both. ``n_models`` above the roster length is an error.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo import model_specs
+    >>> [s.name for s in model_specs(4)]
+    ['gpt2-code-s', 'llama-code-m', 'gpt2-prose-s', 'llama-prose-m']
+    >>> spec = model_specs(2, quick=True)[1]
+    >>> spec.model_id, spec.steps, spec.batch_size * spec.seq_len  # tokens per step
+    ('zoo/llama-prose-s', 40, 1024)
     """
     roster = QUICK_MODELS if quick else ZOO_MODELS
     if not 2 <= n_models <= len(roster):
@@ -143,30 +151,6 @@ def model_specs(n_models: int = 16, *, quick: bool = False, seed: int = 0) -> li
 
 def no_progress(stage: str, done: int, total: int, message: str) -> None:
     return None
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _atomic_write_parquet(df: Any, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        df.write_parquet(tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def sha_of(obj: Any) -> str:
@@ -220,10 +204,26 @@ def run_jobs(
 
 
 def build_texts(*, seed: int = 0, quick: bool = False) -> ZooTexts:
-    """Stage 1: the zoo text, split by document (see :mod:`.zoo_text`).
+    """Stage 1: the zoo text, split by document (see :class:`ZooTexts`).
 
     The full world's corpus holds 1,750 documents (code 500, prose 500, arithmetic 300,
     recall 250, records 200; ~170k units, ~690k characters); ``quick`` a tenth-size one.
+    Code and prose come from the running interpreter's standard library and installed
+    packages (so their texts differ between machines); arithmetic, recall and records
+    are generated from ``seed``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo import build_texts
+    >>> texts = build_texts(quick=True)  # about a second
+    >>> list(texts.docs)  # the splits
+    ['train', 'corpus', 'bench']
+    >>> {domain: len(docs) for domain, docs in texts.docs["corpus"].items()}
+    {'code': 60, 'prose': 60, 'arithmetic': 30, 'recall': 25, 'records': 25}
+    >>> texts.texts("corpus", "arithmetic")[0].splitlines()[0]  # generated: same everywhere
+    '168 - 83 = 85'
+    >>> texts.texts("corpus", "recall")[0].splitlines()[0]
+    'copy: kin nar ker ga | kin nar ker ga'
     """
     if quick:
         return build_zoo_texts(
@@ -252,6 +252,16 @@ def train_tokenizers(
     -------
     dict[str, Path]
         ``{"gpt2": <dir>, "llama": <dir>}``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo import build_texts, train_tokenizers
+    >>> texts = build_texts(quick=True)
+    >>> toks = train_tokenizers(texts, "tokenizers", chars_per_domain=5000)
+    >>> {arch: folder.name for arch, folder in toks.items()}  # <arch>-<style>-<vocab>
+    {'gpt2': 'gpt2-byte_level-512', 'llama': 'llama-metaspace-1024'}
+    >>> sorted(p.name for p in toks["gpt2"].iterdir())
+    ['tokenizer.json', 'tokenizer_config.json', 'zoo_spec.json']
     """
     from sigmap_lib.worlds._tiny import train_bpe_tokenizer
 
@@ -270,16 +280,9 @@ def train_tokenizers(
         folder = Path(out_dir) / f"{arch}-{style}-{vocab}"
         meta = _read_json(folder / "zoo_spec.json")
         if meta is None or meta.get("key") != key or not (folder / "tokenizer.json").exists():
-            tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}.", dir=Path(out_dir)))
-            try:
+            with atomic_dir(folder) as tmp:
                 train_bpe_tokenizer(sample, tmp, vocab_size=vocab, min_frequency=2, style=style)  # type: ignore[arg-type]
                 (tmp / "zoo_spec.json").write_text(json.dumps({"key": key}), encoding="utf-8")
-                if folder.exists():
-                    shutil.rmtree(folder)
-                tmp.rename(folder)
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
         out[arch] = folder
     return out
 
@@ -323,6 +326,16 @@ def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
     ``n_checkpoints`` evenly spaced points strictly inside the run: after
     ``round(steps * k / (n_checkpoints + 1))`` steps, ``k = 1..n_checkpoints`` (3 -> 25 %,
     50 %, 75 %); duplicates and the end points 0 and ``steps`` are dropped.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo import checkpoint_steps
+    >>> checkpoint_steps(100, 3)
+    [25, 50, 75]
+    >>> checkpoint_steps(40, 4)  # the default 4: after 20, 40, 60 and 80 % of the steps
+    [8, 16, 24, 32]
+    >>> checkpoint_steps(3, 9)  # duplicates and the end points are dropped
+    [1, 2]
     """
     if n_checkpoints < 0:
         raise SigmapInputError(f"zoo world: n_checkpoints={n_checkpoints} must be >= 0")
@@ -404,7 +417,7 @@ def _train_one(
         "train": stats,
         "checkpoints": sorted(want),
     }
-    _atomic_write_text(out / "zoo_spec.json", json.dumps(meta, indent=1))
+    atomic_write_text(out / "zoo_spec.json", json.dumps(meta, indent=1))
     return meta
 
 

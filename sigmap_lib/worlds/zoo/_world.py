@@ -5,7 +5,7 @@ text, real loglikelihood benchmarks, truth known by construction.
 the format of ``docs/FORMATS.md``; each stage is also public so a pipeline can cache and
 report them separately:
 
-1. :func:`build_texts` — the corpus and training text (:mod:`.zoo_text`): Python
+1. :func:`build_texts` — the corpus and training text (:class:`ZooTexts`): Python
    standard-library code, its docstrings and the installed packages' READMEs, plus
    generated arithmetic, sequence-copying and key-value-record text. Split by document
    into ``train`` / ``corpus`` / ``bench`` (held-out).
@@ -17,7 +17,7 @@ report them separately:
    configs, ~0.15-2M parameters) with different domain mixtures and training lengths, so
    abilities vary along several axes. Cached per model by a spec hash. Each model also
    saves intermediate checkpoints (default 4: after 20/40/60/80 % of its steps).
-4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :mod:`.zoo_bench`, scored by
+4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`, scored by
    loglikelihood, item by item (cached per model), for the final models and their
    checkpoints. The checkpoints are extra real respondents for item-level methods
    (metabench's IRT needs >= 55 respondents): their rows follow the final models' in
@@ -35,7 +35,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -44,6 +43,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._atomic import atomic_file, atomic_write_text
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds.zoo._bench import ZooBenchmark, build_zoo_benchmarks, score_benchmarks
 from sigmap_lib.worlds.zoo._models import (
@@ -54,8 +54,6 @@ from sigmap_lib.worlds.zoo._models import (
     ZOO_VERSION,
     Progress,
     ZooModelSpec,
-    _atomic_write_parquet,
-    _atomic_write_text,
     build_texts,
     checkpoint_id,
     default_workers,
@@ -113,6 +111,11 @@ class ZooWorld:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+def _write_parquet(df: Any, path: Path) -> None:
+    with atomic_file(path) as tmp:
+        df.write_parquet(tmp)
+
+
 def _cached_eval(
     folder: str, benchmarks: Sequence[ZooBenchmark], key: str
 ) -> dict[str, np.ndarray] | None:
@@ -148,10 +151,8 @@ def _evaluate_one(
         got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size)
     finally:
         torch.set_num_threads(old)
-    fd, tmp = tempfile.mkstemp(prefix=".zoo_eval.", suffix=".npz", dir=folder)
-    os.close(fd)
-    np.savez(tmp, key=np.array(key), **got)
-    os.replace(tmp, cache)
+    with atomic_file(cache, suffix=".tmp.npz") as tmp:
+        np.savez(tmp, key=np.array(key), **got)
     return got
 
 
@@ -169,7 +170,7 @@ def evaluate_zoo_benchmarks(
     ``models`` maps a respondent name to a dict with at least ``key`` and ``path`` (a
     saved model folder): the entries of :func:`train_zoo_models` and, when wanted, their
     checkpoints (see :func:`build_zoo_world`). Each model is loaded from its saved folder (``sigmap_lib.nll.load_model``,
-    CPU, float32) and scored with :func:`.zoo_bench.score_benchmarks`. Results are cached
+    CPU, float32) and scored with :func:`score_benchmarks`. Results are cached
     in the model folder (``zoo_eval.npz``) under a key of the model key and the items.
 
     Parameters
@@ -252,7 +253,7 @@ def write_world(
         lines.append(json.dumps({"id": did, "text": d.text}, ensure_ascii=False))
         domain_of[did] = d.domain
         source_of[did] = d.source
-    _atomic_write_text(root / "corpus" / "zoo.jsonl", "\n".join(lines) + "\n")
+    atomic_write_text(root / "corpus" / "zoo.jsonl", "\n".join(lines) + "\n")
 
     entries = []
     for s in specs:
@@ -266,7 +267,7 @@ def write_world(
                 "dtype": "float32",
             }
         )
-    _atomic_write_text(root / "models.yaml", yaml.safe_dump({"models": entries}, sort_keys=False))
+    atomic_write_text(root / "models.yaml", yaml.safe_dump({"models": entries}, sort_keys=False))
 
     catalog = {}
     for b in benchmarks:
@@ -281,7 +282,7 @@ def write_world(
             + (f" (>= {b.threshold} nats/byte)" if b.threshold is not None else "")
             + f", {len(b.items)} items",
         }
-    _atomic_write_text(
+    atomic_write_text(
         root / "catalog.yaml", yaml.safe_dump({"benchmarks": catalog}, sort_keys=False)
     )
 
@@ -320,7 +321,7 @@ def write_world(
                 "gold": pl.Int64,
             },
         )
-        _atomic_write_parquet(items, root / "items" / f"{b.name}.parquet")
+        _write_parquet(items, root / "items" / f"{b.name}.parquet")
         resp = pl.DataFrame(
             {
                 "model": model_ids + ckpt_ids,
@@ -328,12 +329,10 @@ def write_world(
             },
             schema={"model": pl.String, **{it.item_id: pl.Int8 for it in b.items}},
         )
-        _atomic_write_parquet(resp, root / "responses" / f"{b.name}.parquet")
+        _write_parquet(resp, root / "responses" / f"{b.name}.parquet")
     scores_df = pl.DataFrame(score_cols)
-    fd, tmp = tempfile.mkstemp(prefix=".scores.", suffix=".csv", dir=root)
-    os.close(fd)
-    scores_df.write_csv(tmp)
-    os.replace(tmp, root / "scores.csv")
+    with atomic_file(root / "scores.csv") as tmp:
+        scores_df.write_csv(tmp)
 
     from sigmap_lib.inputs._segment import segment_units
 
@@ -403,9 +402,9 @@ def write_world(
         "records_population": len(texts.facts),
         **(extra_truth or {}),
     }
-    _atomic_write_text(root / "truth.json", json.dumps(truth, indent=1))
+    atomic_write_text(root / "truth.json", json.dumps(truth, indent=1))
     if settings is not None:
-        _atomic_write_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
+        atomic_write_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
     return entries
 
 
@@ -479,6 +478,29 @@ def build_zoo_world(
     Returns
     -------
     ZooWorld
+
+    Examples
+    --------
+    The smallest world: 2 quick models, 4 items per benchmark, no checkpoints. Training
+    the two models takes about 20 s of CPU, so the build itself is not run as a doctest:
+
+    >>> from sigmap_lib.worlds.zoo import build_zoo_world, model_specs
+    >>> kw = dict(n_models=2, quick=True, n_items=4, n_checkpoints=0)
+    >>> [s.name for s in model_specs(kw["n_models"], quick=True)]  # the models it trains
+    ['gpt2-code-s', 'llama-prose-s']
+    >>> world = build_zoo_world("zoo", **kw)  # doctest: +SKIP
+    >>> [m["id"] for m in world.models], world.scores.shape  # doctest: +SKIP
+    (['zoo/gpt2-code-s', 'zoo/llama-prose-s'], (2, 16))
+    >>> world.responses["nextline_code"].shape, world.trained  # doctest: +SKIP
+    ((2, 4), ['gpt2-code-s', 'llama-prose-s'])
+    >>> sorted(p.name for p in world.root.iterdir())  # doctest: +SKIP
+    ['catalog.yaml', 'corpus', 'items', 'models', 'models.yaml', 'responses', 'scores.csv',
+     'settings.yaml', 'tokenizers', 'truth.json']
+
+    A second call finds the trained models in ``zoo/models`` and reuses them (~2 s):
+
+    >>> build_zoo_world("zoo", **kw).reused  # doctest: +SKIP
+    ['gpt2-code-s', 'llama-prose-s']
     """
     progress = progress or no_progress
     root = Path(out_dir)

@@ -22,15 +22,7 @@ from sigmap_lib.nll import (
 )
 from sigmap_lib.worlds import random_text, sample_texts
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_torch_thread():
-    """Tiny models gain nothing from intra-op threads; on a shared CPU extra threads
-    oversubscribe the cores (measured 5x slower), so this module runs single-threaded."""
-    old = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(old)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,195 @@
+"""Where everything lives under the storage root: the one place that spells a stored path.
+
+Assets, checks, sensors, the CLI, the demo runner and the tests ask this object for a path
+(``storage.layout.signature_units("mmlu")``) instead of joining names themselves, so the
+layout is documented, greppable and changed in one place::
+
+    <root>/
+      sigmap.yaml                         project settings written by ``sigmap demo --world``
+      .dagster/                           the persistent Dagster instance (DAGSTER_HOME)
+      .sigmap/steps.json                  what ``sigmap demo`` last materialized
+      worlds/<kind>/                      zoo / synthetic worlds built by ``model_zoo``
+      corpus/manifest.parquet             corpus files, bytes, sha256
+      corpus/source.json                  which manifest + sharding the store was built from
+      corpus/store/                       units, documents and shards (CorpusStore)
+      tables/model_registry.parquet       the validated registry
+      tables/benchmark_catalog.parquet    the validated catalog
+      tables/benchmark_scores.{parquet,json}  long scores + validation report
+      nll/<corpus fingerprint[:12]>/<model>/   one zarr NLL array per model (NLLStore)
+      ranks/<identity>/, ranks/CURRENT    rank stores and the one nll_ranks built last
+      items/<benchmark>/{responses,questions}.parquet
+      screening/<benchmark>/{candidates.parquet,summary.json}
+      signatures/<benchmark>/{units.parquet,summary.json}
+      overlap/<level>.{parquet,npz}       the three overlap matrices
+      embeddings/                         sentence-embedding cache
+      metabench/split.parquet, metabench/<benchmark>/<stage>/, metabench/fit/, metabench/export/
+      plots/*.png, reports/*.{html,json}
+
+Local roots give :class:`pathlib.Path`, fsspec URLs (``s3://``, ``memory://``) give
+``upath.UPath``; :meth:`plot` and :meth:`report` need a local root (images are embedded in
+the UI's markdown from local files).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+
+class StorageLayout:
+    """Every stored path of sigmap under one storage root.
+
+    Parameters
+    ----------
+    root : str
+        A local folder (``storage/``, ``file://...``) or an fsspec URL (``s3://bucket/x``).
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = str(root)
+
+    @property
+    def is_local(self) -> bool:
+        return "://" not in self.root or self.root.startswith("file://")
+
+    def path(self, *parts: str) -> Any:
+        """A path under the root: ``pathlib.Path`` when local, else ``upath.UPath``."""
+        if self.is_local:
+            base = Path(self.root.removeprefix("file://")).expanduser().resolve()
+            return base.joinpath(*parts)
+        from upath import UPath
+
+        return UPath(self.root).joinpath(*parts)
+
+    def local_dir(self, *parts: str) -> Path:
+        """A local directory under the root (created). Raises for remote roots."""
+        if not self.is_local:
+            raise ValueError(
+                f"storage root {self.root!r} is not local; {'/'.join(parts)} needs a local path"
+            )
+        p = self.path(*parts)
+        p.mkdir(parents=True, exist_ok=True)
+        return p
+
+    def _path(self, *parts: str) -> Any:
+        return self.path(*parts)
+
+    def _local_dir(self, *parts: str) -> Path:
+        return self.local_dir(*parts)
+
+    # project -----------------------------------------------------------------------
+    def project_config(self) -> Any:
+        return self._path("sigmap.yaml")
+
+    def dagster_home(self) -> Any:
+        return self._path(".dagster")
+
+    def demo_state(self) -> Any:
+        """What ``sigmap demo`` last materialized (so a re-run skips what is up to date)."""
+        return self._path(".sigmap", "steps.json")
+
+    def world_dir(self, kind: str) -> Any:
+        return self._path("worlds", kind)
+
+    # corpus ------------------------------------------------------------------------
+    def corpus_manifest(self) -> Any:
+        return self._path("corpus", "manifest.parquet")
+
+    def corpus_source(self) -> Any:
+        return self._path("corpus", "source.json")
+
+    def corpus_store(self) -> Any:
+        return self._path("corpus", "store")
+
+    # tables ------------------------------------------------------------------------
+    def registry_table(self) -> Any:
+        return self._path("tables", "model_registry.parquet")
+
+    def catalog_table(self) -> Any:
+        return self._path("tables", "benchmark_catalog.parquet")
+
+    def scores_table(self) -> Any:
+        return self._path("tables", "benchmark_scores.parquet")
+
+    def scores_report(self) -> Any:
+        return self._path("tables", "benchmark_scores.json")
+
+    # models ------------------------------------------------------------------------
+    def nll_array(self, corpus_fingerprint: str, model_key: str) -> Any:
+        """One model's NLL store for one corpus (keyed by the corpus fingerprint)."""
+        return self._path("nll", corpus_fingerprint[:12], model_key)
+
+    def rank_store(self, identity: str) -> Any:
+        return self._path("ranks", identity)
+
+    def ranks_current(self) -> Any:
+        """JSON naming the rank store ``nll_ranks`` built last."""
+        return self._path("ranks", "CURRENT")
+
+    # benchmarks --------------------------------------------------------------------
+    def items_dir(self, bench_key: str) -> Any:
+        return self._path("items", bench_key)
+
+    def item_responses(self, bench_key: str) -> Any:
+        return self._path("items", bench_key, "responses.parquet")
+
+    def item_questions(self, bench_key: str) -> Any:
+        return self._path("items", bench_key, "questions.parquet")
+
+    # signatures --------------------------------------------------------------------
+    def screening_dir(self, bench_key: str) -> Any:
+        return self._path("screening", bench_key)
+
+    def screening_candidates(self, bench_key: str) -> Any:
+        return self._path("screening", bench_key, "candidates.parquet")
+
+    def screening_summary(self, bench_key: str) -> Any:
+        return self._path("screening", bench_key, "summary.json")
+
+    def signature_dir(self, bench_key: str) -> Any:
+        return self._path("signatures", bench_key)
+
+    def signature_units(self, bench_key: str) -> Any:
+        return self._path("signatures", bench_key, "units.parquet")
+
+    def signature_summary(self, bench_key: str) -> Any:
+        return self._path("signatures", bench_key, "summary.json")
+
+    # overlap -----------------------------------------------------------------------
+    def overlap_table(self, level: str) -> Any:
+        return self._path("overlap", f"{level}.parquet")
+
+    def overlap_arrays(self, level: str) -> Any:
+        return self._path("overlap", f"{level}.npz")
+
+    def embeddings_dir(self) -> Any:
+        return self._path("embeddings")
+
+    # metabench ---------------------------------------------------------------------
+    def metabench_split(self) -> Any:
+        return self._path("metabench", "split.parquet")
+
+    def metabench_stage(self, bench_key: str, stage: str) -> Any:
+        return self._path("metabench", bench_key, stage)
+
+    def metabench_skipped(self, bench_key: str) -> Any:
+        return self._path("metabench", bench_key, "skipped.json")
+
+    def metabench_fit(self) -> Any:
+        return self._path("metabench", "fit")
+
+    def metabench_export(self) -> Any:
+        return self._path("metabench", "export")
+
+    # plots and reports (local) -----------------------------------------------------
+    def plots_dir(self) -> Path:
+        return self._local_dir("plots")
+
+    def plot(self, name: str) -> Path:
+        return self.plots_dir() / name
+
+    def reports_dir(self) -> Path:
+        return self._local_dir("reports")
+
+    def report(self, name: str) -> Path:
+        return self.reports_dir() / name
