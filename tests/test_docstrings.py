@@ -15,6 +15,7 @@ import pytest
 
 SUBPACKAGES = (
     "sigmap_lib",
+    "sigmap_lib._util",
     "sigmap_lib.inputs",
     "sigmap_lib.inputs.scores",
     "sigmap_lib.nll",
@@ -51,10 +52,22 @@ def test_public_function_has_an_examples_section(name: str) -> None:
     assert ">>> " in doc.split("Examples\n--------", 1)[1], f"{name}: Examples has no >>> line"
 
 
+def public_classes() -> dict[str, type]:
+    """``qualified name -> class`` of the public result types (their examples run too)."""
+    out: dict[str, type] = {}
+    for pkg in SUBPACKAGES:
+        mod = importlib.import_module(pkg)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if inspect.isclass(obj) and obj.__module__.startswith("sigmap_lib"):
+                out.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
+    return out
+
+
 def _examples() -> list[doctest.DocTest]:
     finder = doctest.DocTestFinder(exclude_empty=True)
     tests = []
-    for name, fn in sorted(FUNCS.items()):
+    for name, fn in sorted({**FUNCS, **public_classes()}.items()):
         mod = importlib.import_module(fn.__module__)
         for t in finder.find(fn, name, module=mod, globs=dict(vars(mod))):
             if t.examples:

@@ -18,6 +18,18 @@ from sigmap_lib.errors import SigmapInputError
 
 
 def table_kind(path: Path, what: str = "scores file") -> str:
+    """``"csv"``, ``"tsv"`` or ``"parquet"`` from a file name; an error names any other type.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> table_kind(Path("scores.csv")), table_kind(Path("x.TSV")), table_kind(Path("a.pq"))
+    ('csv', 'tsv', 'parquet')
+    >>> table_kind(Path("scores.xlsx"))
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: scores file scores.xlsx: unsupported file type '.xlsx' (use .csv, .tsv or .parquet)
+    """
     s = path.suffix.lower()
     if s in {".csv", ".tsv", ".txt"}:
         return "tsv" if s == ".tsv" else "csv"
@@ -31,7 +43,17 @@ def table_kind(path: Path, what: str = "scores file") -> str:
 def read_table(path: str | Path, what: str) -> tuple[pl.DataFrame, str]:
     """Read a CSV/TSV (all columns as strings) or parquet file; reject empty files.
 
-    Returns the frame and the file kind (``csv``, ``tsv`` or ``parquet``).
+    Returns the frame and the file kind (``csv``, ``tsv`` or ``parquet``). CSV cells are
+    read as strings (the caller parses numbers with its own error messages).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
+    >>> _ = p.write_text("model,arc\\nm1,51.2\\n")
+    >>> df, kind = read_table(p, "scores file")
+    >>> kind, df.columns, df["arc"].to_list()
+    ('csv', ['model', 'arc'], ['51.2'])
     """
     p = Path(path)
     if not p.is_file():
@@ -65,11 +87,27 @@ def read_table(path: str | Path, what: str) -> tuple[pl.DataFrame, str]:
 
 
 def row_label(kind: str, idx: int) -> str:
-    """Human row reference: CSV line number (header = line 1) or parquet row index."""
+    """Human row reference: CSV line number (header = line 1) or parquet row index.
+
+    Examples
+    --------
+    >>> row_label("csv", 0), row_label("parquet", 0)
+    ('line 2', 'row 0')
+    """
     return f"line {idx + 2}" if kind in {"csv", "tsv"} else f"row {idx}"
 
 
 def load_json(path: Path, what: str) -> Any:
+    """Parse a JSON file; an empty or malformed file is an error naming ``what`` and the file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "results.json"
+    >>> _ = p.write_text('{"results": {"arc": {"acc,none": 0.5}}}')
+    >>> load_json(p, "lm-eval results")["results"]["arc"]
+    {'acc,none': 0.5}
+    """
     if path.stat().st_size == 0:
         raise SigmapInputError(f"{what} {path}: file is empty")
     try:

@@ -220,6 +220,7 @@ def full_scores(responses: dict[str, pd.DataFrame]) -> pd.DataFrame:
     Examples
     --------
     >>> import pandas as pd
+    >>> from sigmap_lib.metabench import full_scores
     >>> r = {"arc": pd.DataFrame({"i1": [1, 0], "i2": [1, 1]}, index=["m1", "m2"]),
     ...      "gsm8k": pd.DataFrame({"i1": [0]}, index=["m1"])}
     >>> full_scores(r)
@@ -228,4 +229,3 @@ def full_scores(responses: dict[str, pd.DataFrame]) -> pd.DataFrame:
     m2   50.0    NaN
     """
     return pd.DataFrame({k: 100.0 * v.mean(axis=1) for k, v in responses.items()})
-

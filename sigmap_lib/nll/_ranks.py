@@ -602,6 +602,7 @@ def rank_store_identity(
 
     Examples
     --------
+    >>> from sigmap_lib.nll import rank_store_identity
     >>> a = rank_store_identity("fp", ["m1", "m2"], [{"0": "aa"}, {"0": "bb"}])
     >>> len(a), a == rank_store_identity("fp", ["m1", "m2"], [{"0": "aa"}, {"0": "bb"}])
     (16, True)

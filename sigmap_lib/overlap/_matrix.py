@@ -264,7 +264,8 @@ def bootstrap_ci(
     -------
     OverlapMatrix
         Values = the Spearman matrix of the full sample; ``extra["ci_low"]``,
-        ``extra["ci_high"]``, ``extra["boot_sd"]`` ``(B, B)``, ``extra["n_boot"]``, ``extra["level"]``.
+        ``extra["ci_high"]``, ``extra["boot_sd"]`` ``(B, B)``, ``extra["n_boot"]``, ``extra["level"]``,
+        ``extra["model_scores"]`` (the input ``(n_models, B)`` scores).
 
     Examples
     --------

@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> dict:
     from perplexity_correlations.estimation import sign_cdf
 
     from sigmap_lib.nll._ranks import build_rank_store, encode_ranks
-    from sigmap_lib.signatures._screening import codes_thrush, screen
+    from sigmap_lib.signatures._screening import screen
+    from sigmap_lib.signatures._statistics import codes_thrush
 
     ap = argparse.ArgumentParser(prog="sigmap bench screening")
     ap.add_argument("--d-mem", type=float, default=2e6)

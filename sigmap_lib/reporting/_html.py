@@ -100,7 +100,26 @@ def _fmt(v: Any, digits: int = 4) -> str:
 
 def markdown_table(df: Any, max_rows: int = 20, digits: int = 4) -> str:
     """GitHub-flavoured markdown table of the first ``max_rows`` rows (a note says how
-    many were left out); ``|`` in cells is escaped."""
+    many were left out); ``|`` in cells is escaped.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from sigmap_lib.reporting import markdown_table
+    >>> df = pl.DataFrame({"benchmark": ["arc", "gsm8k", "mmlu"], "rmse": [1.23456, 0.5, 0.000123]})
+    >>> print(markdown_table(df, max_rows=2))  # 4 significant digits
+    | benchmark | rmse |
+    |---|---|
+    | arc | 1.235 |
+    | gsm8k | 0.5 |
+    <BLANKLINE>
+    _1 more rows not shown (3 in all)._
+    >>> print(markdown_table({"model": ["a", "b"], "score": [71.5, 64.0]}))  # or a dict of lists
+    | model | score |
+    |---|---|
+    | a | 71.5 |
+    | b | 64 |
+    """
     if max_rows < 1:
         raise SigmapInputError(f"markdown_table: max_rows must be >= 1, got {max_rows}")
     cols, rows = _rows(df)

@@ -51,6 +51,7 @@ def truth_sections(
 
     >>> import json, tempfile, pathlib
     >>> import numpy as np
+    >>> from sigmap_lib.reporting import truth_sections
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (root / "truth.json").write_text(json.dumps(
     ...     {"doc_domain": {"d0": "prose", "d1": "code"}, "benchmarks": {"B": {"domain": "code"}}}))

@@ -2,19 +2,7 @@
 stage-2 selection, and the two-stage extraction with its null calibration.
 """
 
-from ._screening import (
-    ScreenResult,
-    preselect_correlation,
-    preselect_from_codes,
-    score_coefficients,
-    screen,
-    split_screenable,
-    strength_of,
-    thrush_correlation,
-    thrush_from_codes,
-    thrush_max,
-    unscreenable_reason,
-)
+from ._screening import ScreenResult, screen
 from ._selection import (
     SelectionResult,
     criterion_value,
@@ -27,6 +15,17 @@ from ._signature import (
     extract_signature,
     extract_signatures,
     gather_units,
+)
+from ._statistics import (
+    preselect_correlation,
+    preselect_from_codes,
+    score_coefficients,
+    split_screenable,
+    strength_of,
+    thrush_correlation,
+    thrush_from_codes,
+    thrush_max,
+    unscreenable_reason,
 )
 
 __all__ = [

@@ -33,6 +33,7 @@ class SignatureSettings:
 
     Examples
     --------
+    >>> from sigmap_lib.signatures import SignatureSettings
     >>> s = SignatureSettings(k=200, statistic="thrush", two_sided=True, criterion="bic")
     >>> s.to_dict()
     {'k': 200, 'statistic': 'thrush', 'two_sided': True, 'criterion': 'bic', 'gamma': 0.5}

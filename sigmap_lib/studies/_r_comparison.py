@@ -39,6 +39,22 @@ def r_refit_params(items: Any) -> Any:
     four decimals, and the stored θ are exactly those parameters' θ (MAP to 1e-5); the
     other set matches neither (docs/METABENCH_VALIDATION.md §2). The columns are used
     by that evidence.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from sigmap_lib.studies import r_refit_params
+    >>> items = pd.DataFrame(  # two rows of a metabench_irt/<stem>_items.parquet table
+    ...     {"a1": [1.2, 0.7], "d": [0.3, -1.0], "g": [0.0, 0.0], "u": [1.0, 1.0],
+    ...      "a1_fit350": [1.5, 0.9], "d_fit350": [0.4, -1.2], "g_fit350": [0.0, 0.0],
+    ...      "u_fit350": [1.0, 1.0]},
+    ...     index=pd.Index(["arc/17", "arc/42"], name="item_key"),
+    ... )
+    >>> r_refit_params(items)  # the *_fit350 columns, renamed
+               a1    d    g    u
+    item_key
+    arc/17    1.5  0.4  0.0  1.0
+    arc/42    0.9 -1.2  0.0  1.0
     """
     return items[R_REFIT_COLUMNS].set_axis(["a1", "d", "g", "u"], axis=1)
 
@@ -69,6 +85,41 @@ def compare_fit(
         log-likelihood of the matrix at our and R's parameters, 61-point quadrature on
         [−6, 6]) and ``loglik_r_reported`` (R's ``mirt_logLik``); EM diagnostics
         ``converged``, ``stages``; ``seconds``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from pathlib import Path
+    >>> from sigmap_lib.irt import estimate_theta, simulate_responses
+    >>> from sigmap_lib.studies import compare_fit
+    >>> # the smallest shared/data layout for one stored fit, "arc_secondary_2PL":
+    >>> rng = np.random.default_rng(0)
+    >>> r_params = pd.DataFrame(  # stands for R mirt's refit
+    ...     {"a1": rng.uniform(0.5, 2.0, 8), "d": rng.normal(size=8), "g": 0.0, "u": 1.0},
+    ...     index=pd.Index([f"q{j}" for j in range(8)], name="item_key"),
+    ... )
+    >>> ability = rng.normal(size=300)
+    >>> x = pd.DataFrame(simulate_responses(r_params, ability, rng=1),
+    ...                  columns=r_params.index, index=[f"llm{i}" for i in range(300)])
+    >>> thetas = estimate_theta(r_params, x).rename_axis("llm").reset_index().assign(split="train")
+    >>> irt, resp = Path("data/metabench_irt"), Path("data/item_responses")
+    >>> irt.mkdir(parents=True)
+    >>> resp.mkdir()
+    >>> items = r_params.add_suffix("_fit350").reset_index()  # R's refit columns
+    >>> items.to_parquet(irt / "arc_secondary_2PL_items.parquet")
+    >>> thetas.to_parquet(irt / "arc_secondary_2PL_thetas.parquet")
+    >>> summary = pd.DataFrame(columns=["benchmark", "version", "irt_model"])  # no row: MAP
+    >>> summary.to_csv(irt / "fits_summary.csv", index=False)
+    >>> train = resp / "metabench_arc_secondary_train.parquet"  # 0/1 answers of the LLMs
+    >>> x.rename_axis("model").reset_index().to_parquet(train)
+    >>> res = compare_fit("data", "arc_secondary_2PL")
+    >>> res["n_models"], res["n_items"], res["theta_method"]
+    (300, 8, 'MAP')
+    >>> round(res["r_a1"], 2), round(res["r_d"], 2), round(res["theta_spearman"], 3)
+    (0.97, 0.99, 0.998)
+    >>> res["theta_spearman_r_params"], res["loglik_ours"] > res["loglik_r"]
+    (1.0, True)
     """
     import numpy as np
     import pandas as pd
@@ -158,6 +209,45 @@ def heldout_reconstruction(
     candidates), ``theta_only_cv_choice``/``theta_only_heldout``/``theta_only_diff_ci95``,
     ``r_theta_our_gam_heldout``, ``r_theta_our_gam_in_sample``,
     ``r_theta_our_score_model_heldout``, ``seconds``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from pathlib import Path
+    >>> from sigmap_lib.irt import estimate_theta, fit_gam, simulate_responses
+    >>> from sigmap_lib.studies import heldout_reconstruction
+    >>> # the smallest shared/data layout for one stored fit, "arc_secondary_2PL":
+    >>> rng = np.random.default_rng(0)
+    >>> r_params = pd.DataFrame(  # stands for R mirt's refit
+    ...     {"a1": rng.uniform(0.5, 2.0, 8), "d": rng.normal(size=8), "g": 0.0, "u": 1.0},
+    ...     index=pd.Index([f"q{j}" for j in range(8)], name="item_key"),
+    ... )
+    >>> ability = rng.normal(size=300)
+    >>> x = pd.DataFrame(simulate_responses(r_params, ability, rng=1),
+    ...                  columns=r_params.index, index=[f"llm{i}" for i in range(300)])
+    >>> thetas = estimate_theta(r_params, x).rename_axis("llm").reset_index().assign(split="train")
+    >>> thetas["score_full"] = 100 / (1 + np.exp(-ability)) + rng.normal(0, 2, size=300)
+    >>> th = thetas["theta"]
+    >>> thetas["score_pred_gam"] = fit_gam(th, thetas["score_full"]).predict(th)  # stored GAM
+    >>> irt, resp = Path("data/metabench_irt"), Path("data/item_responses")
+    >>> irt.mkdir(parents=True)
+    >>> resp.mkdir()
+    >>> items = r_params.add_suffix("_fit350").reset_index()  # R's refit columns
+    >>> items.to_parquet(irt / "arc_secondary_2PL_items.parquet")
+    >>> thetas.to_parquet(irt / "arc_secondary_2PL_thetas.parquet")
+    >>> summary = pd.DataFrame(columns=["benchmark", "version", "irt_model"])  # no row: MAP
+    >>> summary.to_csv(irt / "fits_summary.csv", index=False)
+    >>> train = resp / "metabench_arc_secondary_train.parquet"  # 0/1 answers of the LLMs
+    >>> x.rename_axis("model").reset_index().to_parquet(train)
+    >>> res = heldout_reconstruction(
+    ...     "data", "arc_secondary_2PL", irt_models=("2PL",), theta_methods=("MAP", "EAPsum"),
+    ...     covariate_sets=("theta",), n_boot=200,
+    ... )
+    >>> res["n_fit"], res["n_heldout"], sorted(res["cands"])
+    (240, 60, ['2PL/EAPsum/theta', '2PL/MAP/theta'])
+    >>> res["cv_choice"], round(res["ours_heldout"], 2), round(res["theirs_in_sample"], 2)
+    ('2PL/MAP/theta', 11.27, 11.12)
     """
     import numpy as np
     import pandas as pd
@@ -241,7 +331,41 @@ def heldout_reconstruction(
 def real_data_validation(
     shared_data: str | Path, stems: tuple[str, ...] = DEFAULT_STEMS
 ) -> dict[str, Any]:
-    """:func:`compare_fit` for several stored fits (default: the 2PL/3PL ones; 4PL EM is slow)."""
+    """:func:`compare_fit` for several stored fits (default: the 2PL/3PL ones; 4PL EM is slow).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> from pathlib import Path
+    >>> from sigmap_lib.irt import estimate_theta, simulate_responses
+    >>> from sigmap_lib.studies import real_data_validation
+    >>> # the smallest shared/data layout for one stored fit, "arc_secondary_2PL":
+    >>> rng = np.random.default_rng(0)
+    >>> r_params = pd.DataFrame(  # stands for R mirt's refit
+    ...     {"a1": rng.uniform(0.5, 2.0, 8), "d": rng.normal(size=8), "g": 0.0, "u": 1.0},
+    ...     index=pd.Index([f"q{j}" for j in range(8)], name="item_key"),
+    ... )
+    >>> ability = rng.normal(size=300)
+    >>> x = pd.DataFrame(simulate_responses(r_params, ability, rng=1),
+    ...                  columns=r_params.index, index=[f"llm{i}" for i in range(300)])
+    >>> thetas = estimate_theta(r_params, x).rename_axis("llm").reset_index().assign(split="train")
+    >>> irt, resp = Path("data/metabench_irt"), Path("data/item_responses")
+    >>> irt.mkdir(parents=True)
+    >>> resp.mkdir()
+    >>> items = r_params.add_suffix("_fit350").reset_index()  # R's refit columns
+    >>> items.to_parquet(irt / "arc_secondary_2PL_items.parquet")
+    >>> thetas.to_parquet(irt / "arc_secondary_2PL_thetas.parquet")
+    >>> summary = pd.DataFrame(columns=["benchmark", "version", "irt_model"])  # no row: MAP
+    >>> summary.to_csv(irt / "fits_summary.csv", index=False)
+    >>> train = resp / "metabench_arc_secondary_train.parquet"  # 0/1 answers of the LLMs
+    >>> x.rename_axis("model").reset_index().to_parquet(train)
+    >>> out = real_data_validation("data", stems=("arc_secondary_2PL",))
+    >>> [f["stem"] for f in out["fits"]], round(out["min_theta_spearman"], 3)
+    (['arc_secondary_2PL'], 0.998)
+    >>> out["target_theta_spearman"]
+    0.99
+    """
     results = [compare_fit(shared_data, s) for s in stems]
     return {
         "fits": results,

@@ -60,7 +60,44 @@ def real_data_overlap_summary(
     dict (JSON-serializable)
         ``semantic`` (labels, matrix, spread of cross-benchmark pairs, same-benchmark
         main/secondary values, self-similarity), ``performance`` (per source: labels,
-        matrix, n_common, spread), ``claims`` (numbers and booleans).
+        n_models, matrix, n_common_min, spread), ``claims`` (numbers and booleans).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import polars as pl
+    >>> from pathlib import Path
+    >>> from sigmap_lib.studies import real_data_overlap_summary
+    >>> # the smallest shared/data layout: 12 metabench question files and 3 leaderboards
+    >>> items, boards = Path("data/metabench_items"), Path("data/leaderboard")
+    >>> items.mkdir(parents=True)
+    >>> boards.mkdir()
+    >>> for bm in ["arc", "gsm8k", "hellaswag", "mmlu", "truthfulqa", "winogrande"]:
+    ...     for name in (bm, f"{bm}-secondary"):
+    ...         q = [f"A {bm} question, number {i}?" for i in range(4)]
+    ...         pl.DataFrame({  # every file gets the question columns of all six
+    ...             "metabench_idx": range(4), "mb_sub_idx": range(4), "question": q, "ctx": q,
+    ...             "sentence": q, "choices": [["yes", "no"]] * 4, "endings": [["yes", "no"]] * 4,
+    ...         }).write_parquet(items / f"{name}.parquet")
+    >>> rng = np.random.default_rng(0)
+    >>> models, g = [f"m{i}" for i in range(12)], rng.normal(size=12)  # one general ability
+    >>> v1 = ["arc", "hellaswag", "mmlu", "truthfulqa", "winogrande", "gsm8k"]
+    >>> v2 = ["ifeval", "bbh", "math_lvl5", "gpqa", "musr", "mmlu_pro"]
+    >>> for file, id_col, cols in [("open_llm_leaderboard_v1", "name", v1),
+    ...                            ("open_llm_leaderboard_v2", "model", v2),
+    ...                            ("obscaling_base_llm_merged", "Model", ["mmlu", "bbh"])]:
+    ...     scores = {c: g + 0.5 * rng.normal(size=12) for c in cols}
+    ...     pl.DataFrame({id_col: models, **scores}).write_csv(boards / f"{file}.csv")
+    >>> out = real_data_overlap_summary("data", T=20)  # default encoder: all-MiniLM-L6-v2
+    >>> list(out["performance"])
+    ['open_llm_leaderboard_v1', 'open_llm_leaderboard_v2', 'obscaling_base']
+    >>> len(out["semantic"]["labels"]), out["semantic"]["labels"][:2]
+    (12, ['arc-main', 'arc-secondary'])
+    >>> perf = out["claims"]["performance_all_sources"]
+    >>> perf["n_pairs"], round(perf["frac_above_0.5"], 3)  # 15 + 15 + 1 pairs of benchmarks
+    (31, 0.903)
+    >>> out["claims"]["semantic_in_0.1_0.4"]["n_pairs"]  # pairs of different benchmarks
+    60
     """
 
     import polars as pl
