@@ -4,7 +4,10 @@
     sigmap run                                           the same, on the configured world
     sigmap bench NAME [ARGS...]                          a benchmark; prints one JSON line last
     sigmap sync                                          add partitions for new models/benchmarks
-    sigmap realdata overlap|metabench|heldout            analyses of ../shared/data
+    sigmap realdata overlap|metabench|heldout|scoring    analyses of ../shared/data
+    sigmap metabench export-tasks OUT [--fit P | --published A|B]   lm-eval tasks of a fit's items
+    sigmap metabench score LOGS... [--fit P --tasks OUT | --published A|B] [--json]
+                                                         θ, scores and intervals from lm-eval logs
     sigmap dev [--host 127.0.0.1] [--port 3000]          the Dagster UI on this storage
     sigmap status                                        what is materialized
 
@@ -92,13 +95,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         except RuntimeError as exc:
             print(f"sigmap: {exc}", file=sys.stderr)
             return 1
-    report = root / "reports" / "overlap_report.html"
+    layout = StorageLayout(str(root))
     print(
         f"\nDone in {summary['seconds']} s (ran: {', '.join(summary['ran']) or 'nothing'}; "
         f"up to date: {', '.join(summary['skipped']) or 'nothing'}).\n"
-        f"  HTML report:   {report}\n"
-        f"  metabench:     {root / 'reports' / 'metabench_report.html'}\n"
-        f"  plots:         {root / 'plots'}\n"
+        f"  HTML report:   {layout.report('overlap_report.html')}\n"
+        f"  metabench:     {layout.report('metabench_report.html')}\n"
+        f"  plots:         {layout.plots_dir()}\n"
         f"  browse in the Dagster UI:  DAGSTER_HOME={os.environ['DAGSTER_HOME']} "
         f".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1   (or: make dev)",
         file=sys.stderr,
@@ -162,6 +165,10 @@ def cmd_realdata(args: argparse.Namespace) -> int:
         from sigmap_lib.studies import real_data_overlap_summary
 
         result = real_data_overlap_summary(data)
+    elif args.what == "scoring":
+        from sigmap_lib.studies import published_scoring_validation
+
+        result = {v: published_scoring_validation(data, v) for v in ("B", "A")}
     elif args.what == "heldout":
         from sigmap_lib.studies import DEFAULT_STEMS, heldout_reconstruction
 
@@ -204,9 +211,12 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="what is materialized")
     st.set_defaults(func=cmd_status)
     rd = sub.add_parser("realdata", help="analyses of the real public data in ../shared/data")
-    rd.add_argument("what", choices=["overlap", "metabench", "heldout"])
+    rd.add_argument("what", choices=["overlap", "metabench", "heldout", "scoring"])
     rd.add_argument("--data", help="path to shared/data")
     rd.set_defaults(func=cmd_realdata)
+    from sigmap_assets.cli_metabench import add_parser as add_metabench
+
+    add_metabench(sub)
     dv = sub.add_parser("dev", help="start the Dagster UI (binds 127.0.0.1 unless told otherwise)")
     dv.add_argument("--host", default="127.0.0.1")
     dv.add_argument("--port", type=int, default=3000)

@@ -380,12 +380,12 @@ def _from_long(
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<ts>\d{4}-\d{2}-\d{2}T[\d.\-:]+))?\.jsonl$")
 
 
-def _samples_task(path: Path) -> str | None:
+def samples_task(path: Path) -> str | None:
     m = _SAMPLES.match(path.name)
     return m.group("task") if m else None
 
 
-def _model_for_folder(folder: Path, cache: dict[Path, str]) -> str:
+def lm_eval_folder_model(folder: Path, cache: dict[Path, str]) -> str:
     """Model id of an lm-eval output folder: its latest results*.json, else the folder name."""
     if folder in cache:
         return cache[folder]
@@ -536,7 +536,7 @@ def read_lm_eval_samples(
         raise SigmapInputError(f"lm-eval samples {root}: no such file or folder")
     by_task: dict[str, list[Path]] = {}
     for f in files:
-        t = _samples_task(f)
+        t = samples_task(f)
         if t is None:
             raise SigmapInputError(
                 f"lm-eval samples {f}: file name is not samples_<task>_<timestamp>.jsonl"
@@ -557,7 +557,7 @@ def read_lm_eval_samples(
     cache: dict[Path, str] = {}
     per_model: dict[str, Path] = {}
     for f in by_task[task]:
-        mid = model if model is not None else _model_for_folder(f.parent, cache)
+        mid = model if model is not None else lm_eval_folder_model(f.parent, cache)
         prev = per_model.get(mid)
         if prev is None or (file_time(f), str(f)) > (file_time(prev), str(prev)):
             per_model[mid] = f

@@ -24,6 +24,14 @@ from ._joint import (
     JointFit,
     fit_joint,
 )
+from ._logs import (
+    LogAnswers,
+    TaskRule,
+    answers_frame,
+    manifest_rules,
+    published_rules,
+    read_lm_eval_answers,
+)
 from ._persist import (
     load_benchmark_fit,
     load_item_pool,
@@ -41,6 +49,7 @@ from ._pool import (
 from ._score import (
     score_new_models,
 )
+from ._scorer import BenchmarkScorer, MetabenchScorer, local_interval
 from ._select import (
     BenchmarkFit,
     information_filter,
@@ -49,26 +58,46 @@ from ._select import (
 from ._simulate import (
     simulate_benchmarks,
 )
+from ._tasks import (
+    PUBLISHED_BENCHMARKS,
+    TaskSpec,
+    fit_tasks,
+    published_tasks,
+    write_lm_eval_tasks,
+)
 
 __all__ = [
+    "PUBLISHED_BENCHMARKS",
     "BenchmarkFit",
+    "BenchmarkScorer",
     "ItemPool",
     "JointFit",
+    "LogAnswers",
     "MetabenchConfig",
     "MetabenchFit",
+    "MetabenchScorer",
     "PoolIrt",
+    "TaskRule",
+    "TaskSpec",
+    "answers_frame",
     "build_item_pool",
     "export_items",
     "fit_benchmarks",
     "fit_joint",
     "fit_metabench",
     "fit_pool_irt",
+    "fit_tasks",
     "full_scores",
     "information_filter",
     "item_statistics",
     "load_benchmark_fit",
     "load_item_pool",
     "load_pool_irt",
+    "local_interval",
+    "manifest_rules",
+    "published_rules",
+    "published_tasks",
+    "read_lm_eval_answers",
     "rmse",
     "save_benchmark_fit",
     "save_item_pool",
@@ -78,4 +107,5 @@ __all__ = [
     "simulate_benchmarks",
     "split_models",
     "type4_quantiles",
+    "write_lm_eval_tasks",
 ]

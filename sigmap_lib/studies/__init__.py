@@ -2,6 +2,7 @@
 comparison of sigmap's IRT with metabench's R fits.
 """
 
+from ._example import write_example_data
 from ._paths import (
     shared_data_dir,
 )
@@ -16,14 +17,17 @@ from ._r_comparison import (
 from ._realdata import (
     real_data_overlap_summary,
 )
+from ._scoring import published_scoring_validation
 
 __all__ = [
     "DEFAULT_STEMS",
     "R_POOL_COLUMNS",
     "compare_fit",
     "heldout_reconstruction",
+    "published_scoring_validation",
     "r_refit_params",
     "real_data_overlap_summary",
     "real_data_validation",
     "shared_data_dir",
+    "write_example_data",
 ]

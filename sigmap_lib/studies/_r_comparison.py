@@ -88,31 +88,8 @@ def compare_fit(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from pathlib import Path
-    >>> from sigmap_lib.irt import estimate_theta, simulate_responses
-    >>> from sigmap_lib.studies import compare_fit
-    >>> # the smallest shared/data layout for one stored fit, "arc_secondary_2PL":
-    >>> rng = np.random.default_rng(0)
-    >>> r_params = pd.DataFrame(  # stands for R mirt's refit
-    ...     {"a1": rng.uniform(0.5, 2.0, 8), "d": rng.normal(size=8), "g": 0.0, "u": 1.0},
-    ...     index=pd.Index([f"q{j}" for j in range(8)], name="item_key"),
-    ... )
-    >>> ability = rng.normal(size=300)
-    >>> x = pd.DataFrame(simulate_responses(r_params, ability, rng=1),
-    ...                  columns=r_params.index, index=[f"llm{i}" for i in range(300)])
-    >>> thetas = estimate_theta(r_params, x).rename_axis("llm").reset_index().assign(split="train")
-    >>> irt, resp = Path("data/metabench_irt"), Path("data/item_responses")
-    >>> irt.mkdir(parents=True)
-    >>> resp.mkdir()
-    >>> items = r_params.add_suffix("_fit350").reset_index()  # R's refit columns
-    >>> items.to_parquet(irt / "arc_secondary_2PL_items.parquet")
-    >>> thetas.to_parquet(irt / "arc_secondary_2PL_thetas.parquet")
-    >>> summary = pd.DataFrame(columns=["benchmark", "version", "irt_model"])  # no row: MAP
-    >>> summary.to_csv(irt / "fits_summary.csv", index=False)
-    >>> train = resp / "metabench_arc_secondary_train.parquet"  # 0/1 answers of the LLMs
-    >>> x.rename_axis("model").reset_index().to_parquet(train)
+    >>> from sigmap_lib.studies import compare_fit, write_example_data
+    >>> _ = write_example_data("data")  # a tiny stand-in for ../shared/data
     >>> res = compare_fit("data", "arc_secondary_2PL")
     >>> res["n_models"], res["n_items"], res["theta_method"]
     (300, 8, 'MAP')
@@ -212,34 +189,8 @@ def heldout_reconstruction(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from pathlib import Path
-    >>> from sigmap_lib.irt import estimate_theta, fit_gam, simulate_responses
-    >>> from sigmap_lib.studies import heldout_reconstruction
-    >>> # the smallest shared/data layout for one stored fit, "arc_secondary_2PL":
-    >>> rng = np.random.default_rng(0)
-    >>> r_params = pd.DataFrame(  # stands for R mirt's refit
-    ...     {"a1": rng.uniform(0.5, 2.0, 8), "d": rng.normal(size=8), "g": 0.0, "u": 1.0},
-    ...     index=pd.Index([f"q{j}" for j in range(8)], name="item_key"),
-    ... )
-    >>> ability = rng.normal(size=300)
-    >>> x = pd.DataFrame(simulate_responses(r_params, ability, rng=1),
-    ...                  columns=r_params.index, index=[f"llm{i}" for i in range(300)])
-    >>> thetas = estimate_theta(r_params, x).rename_axis("llm").reset_index().assign(split="train")
-    >>> thetas["score_full"] = 100 / (1 + np.exp(-ability)) + rng.normal(0, 2, size=300)
-    >>> th = thetas["theta"]
-    >>> thetas["score_pred_gam"] = fit_gam(th, thetas["score_full"]).predict(th)  # stored GAM
-    >>> irt, resp = Path("data/metabench_irt"), Path("data/item_responses")
-    >>> irt.mkdir(parents=True)
-    >>> resp.mkdir()
-    >>> items = r_params.add_suffix("_fit350").reset_index()  # R's refit columns
-    >>> items.to_parquet(irt / "arc_secondary_2PL_items.parquet")
-    >>> thetas.to_parquet(irt / "arc_secondary_2PL_thetas.parquet")
-    >>> summary = pd.DataFrame(columns=["benchmark", "version", "irt_model"])  # no row: MAP
-    >>> summary.to_csv(irt / "fits_summary.csv", index=False)
-    >>> train = resp / "metabench_arc_secondary_train.parquet"  # 0/1 answers of the LLMs
-    >>> x.rename_axis("model").reset_index().to_parquet(train)
+    >>> from sigmap_lib.studies import heldout_reconstruction, write_example_data
+    >>> _ = write_example_data("data")  # a tiny stand-in for ../shared/data
     >>> res = heldout_reconstruction(
     ...     "data", "arc_secondary_2PL", irt_models=("2PL",), theta_methods=("MAP", "EAPsum"),
     ...     covariate_sets=("theta",), n_boot=200,
@@ -335,31 +286,8 @@ def real_data_validation(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> import pandas as pd
-    >>> from pathlib import Path
-    >>> from sigmap_lib.irt import estimate_theta, simulate_responses
-    >>> from sigmap_lib.studies import real_data_validation
-    >>> # the smallest shared/data layout for one stored fit, "arc_secondary_2PL":
-    >>> rng = np.random.default_rng(0)
-    >>> r_params = pd.DataFrame(  # stands for R mirt's refit
-    ...     {"a1": rng.uniform(0.5, 2.0, 8), "d": rng.normal(size=8), "g": 0.0, "u": 1.0},
-    ...     index=pd.Index([f"q{j}" for j in range(8)], name="item_key"),
-    ... )
-    >>> ability = rng.normal(size=300)
-    >>> x = pd.DataFrame(simulate_responses(r_params, ability, rng=1),
-    ...                  columns=r_params.index, index=[f"llm{i}" for i in range(300)])
-    >>> thetas = estimate_theta(r_params, x).rename_axis("llm").reset_index().assign(split="train")
-    >>> irt, resp = Path("data/metabench_irt"), Path("data/item_responses")
-    >>> irt.mkdir(parents=True)
-    >>> resp.mkdir()
-    >>> items = r_params.add_suffix("_fit350").reset_index()  # R's refit columns
-    >>> items.to_parquet(irt / "arc_secondary_2PL_items.parquet")
-    >>> thetas.to_parquet(irt / "arc_secondary_2PL_thetas.parquet")
-    >>> summary = pd.DataFrame(columns=["benchmark", "version", "irt_model"])  # no row: MAP
-    >>> summary.to_csv(irt / "fits_summary.csv", index=False)
-    >>> train = resp / "metabench_arc_secondary_train.parquet"  # 0/1 answers of the LLMs
-    >>> x.rename_axis("model").reset_index().to_parquet(train)
+    >>> from sigmap_lib.studies import real_data_validation, write_example_data
+    >>> _ = write_example_data("data")  # a tiny stand-in for ../shared/data
     >>> out = real_data_validation("data", stems=("arc_secondary_2PL",))
     >>> [f["stem"] for f in out["fits"]], round(out["min_theta_spearman"], 3)
     (['arc_secondary_2PL'], 0.998)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -140,17 +141,16 @@ def make_project(tmp_path: Path, world_dir: Path, instance: dg.DagsterInstance) 
     return Project(storage=storage, world=world, instance=instance, defs=project_defs())
 
 
-def small_synthetic_world(root: Path) -> Path:
+#: The small planted world the asset tests run on (12 models, 3,000 units, 6 benchmarks).
+SMALL_WORLD = {
+    "n_models": 12, "n_units": 3000, "n_functions": 3, "n_benchmarks": 6,
+    "planted_per_function": 3, "n_items": 30, "seed": 1,
+}  # fmt: skip
+
+
+def small_synthetic_world(root: Path, **overrides: Any) -> Path:
+    """Write the asset tests' planted world (``SMALL_WORLD``, with ``overrides``) at ``root``."""
     from sigmap_lib.worlds import make_synthetic_world
 
-    make_synthetic_world(
-        root,
-        n_models=12,
-        n_units=3000,
-        n_functions=3,
-        n_benchmarks=6,
-        planted_per_function=3,
-        n_items=30,
-        seed=1,
-    )
+    make_synthetic_world(root, **(SMALL_WORLD | overrides))
     return root

@@ -255,16 +255,8 @@ def test_signature_null_p_values_are_uniform_under_null_world() -> None:
     pvals = []
     for rep in range(120):
         y, nll, nbytes, mu, sd = _world(m=20, d=120, b=2, seed=1000 + rep)
-        res = signature_overlap_null(
-            _top_k_extract(nll),
-            y,
-            nll=nll,
-            unit_nbytes=nbytes,
-            bpb_mean=mu,
-            bpb_sd=sd,
-            n_perm=19,
-            seed=rep,
-        )
+        level = {"nll": nll, "unit_nbytes": nbytes, "bpb_mean": mu, "bpb_sd": sd}
+        res = signature_overlap_null(_top_k_extract(nll), y, n_perm=19, seed=rep, **level)
         pvals.append(res.extra["p_value"][0, 1])
     p = np.array(pvals)
     # exact test: p uniform on {1/20, ..., 1}; KS against U(0,1) after jittering within bins
@@ -278,16 +270,9 @@ def test_signature_null_detects_planted_shared_signal() -> None:
     y[:, 1] = y[:, 0] + 0.05 * y[:, 1]
     rng = np.random.default_rng(5)
     nll[:20] -= 1.5 * y[:, 0][None, :] * nbytes[:20, None] + 0.0 * rng.random()
+    level = {"nll": nll, "unit_nbytes": nbytes, "bpb_mean": mu, "bpb_sd": sd}
     res = signature_overlap_null(
-        _top_k_extract(nll),
-        y,
-        nll=nll,
-        unit_nbytes=nbytes,
-        bpb_mean=mu,
-        bpb_sd=sd,
-        n_perm=39,
-        seed=1,
-        mode="independent",
+        _top_k_extract(nll), y, n_perm=39, seed=1, mode="independent", **level
     )
     assert res.values[0, 1] > 0.8
     assert res.extra["p_value"][0, 1] <= 0.05

@@ -12,17 +12,8 @@ from sigmap_lib.worlds import SyntheticWorld, make_synthetic_world
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("rob") / "w"
-    make_synthetic_world(
-        root,
-        n_models=16,
-        n_units=2000,
-        n_functions=2,
-        n_benchmarks=4,
-        planted_per_function=3,
-        n_items=20,
-        n_respondents=0,
-        seed=3,
-    )
+    shape = {"n_models": 16, "n_units": 2000, "n_functions": 2, "n_benchmarks": 4}
+    make_synthetic_world(root, **shape, planted_per_function=3, n_items=20, n_respondents=0, seed=3)
     return SyntheticWorld.load(root)
 
 
