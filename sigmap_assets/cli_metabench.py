@@ -36,34 +36,25 @@ def _shared(sub: str, given: str | None) -> Path:
 
 
 def _fit_items(args: argparse.Namespace, fit: Any) -> tuple[dict, dict]:
-    """Item tables and scoring rules of a sigmap fit's benchmarks (world catalog, truth)."""
+    """Item tables and scoring rules of a sigmap fit's benchmarks (``--items`` folder, else
+    the world's catalog and truth)."""
     import polars as pl
 
     from sigmap_assets.resources import WorldResource
-    from sigmap_lib.inputs import benchmark_slug, read_catalog
+    from sigmap_assets.tables import fit_item_tables
 
-    questions: dict[str, Any] = {}
-    metrics: dict[str, dict] = {}
     if args.items:
-        for bm in fit.benchmarks:
-            questions[bm] = pl.read_parquet(Path(args.items) / f"{bm}.parquet")
-        return questions, metrics
-    world = WorldResource(storage=_storage(args))
-    catalog = read_catalog(world.file("catalog.yaml"))
-    by_key = {benchmark_slug(b.name): b for b in catalog}
-    truth_path = world.file("truth.json")
-    truth = json.loads(truth_path.read_text()).get("benchmarks", {}) if truth_path.exists() else {}
-    for bm in fit.benchmarks:
-        b = by_key.get(bm)
-        if b is None or b.items is None:
-            raise SigmapInputError(
-                f"export-tasks: benchmark {bm!r} has no items table in the catalog"
-            )
-        questions[bm] = pl.read_parquet(b.items)
-        t = truth.get(b.name, {})
-        if t.get("metric"):
-            metrics[bm] = {"metric": t["metric"], "threshold": t.get("threshold_nats_per_byte")}
-    return questions, metrics
+        return {
+            bm: pl.read_parquet(Path(args.items) / f"{bm}.parquet") for bm in fit.benchmarks
+        }, {}
+    tables, metrics = fit_item_tables(WorldResource(storage=_storage(args)), list(fit.benchmarks))
+    missing = sorted(set(fit.benchmarks) - set(tables))
+    if missing:
+        raise SigmapInputError(
+            f"export-tasks: benchmark(s) {missing} have no item table with context/choices/gold "
+            "in the world's catalog (pass --items DIR)"
+        )
+    return tables, metrics
 
 
 def _scorer(args: argparse.Namespace):

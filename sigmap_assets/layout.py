@@ -15,6 +15,7 @@ layout is documented, greppable and changed in one place::
       tables/model_registry.parquet       the validated registry
       tables/benchmark_catalog.parquet    the validated catalog
       tables/benchmark_scores.{parquet,json}  long scores + validation report
+      models/gguf/<sha256[:16]>/          GGUF files dequantized once (safetensors + tokenizer)
       nll/<corpus fingerprint[:12]>/<model>/   one zarr NLL array per model (NLLStore)
       ranks/<identity>/, ranks/CURRENT    rank stores and the one nll_ranks built last
       items/<benchmark>/{responses,questions}.parquet
@@ -23,6 +24,7 @@ layout is documented, greppable and changed in one place::
       overlap/<level>.{parquet,npz}       the three overlap matrices
       embeddings/                         sentence-embedding cache
       metabench/split.parquet, metabench/<benchmark>/<stage>/, metabench/fit/, metabench/export/
+      metabench/lm_eval_tasks/, metabench/scored/<model>.json   lm-eval tasks out, scored models in
       plots/*.png, reports/*.{html,json}
 
 Local roots give :class:`pathlib.Path`, fsspec URLs (``s3://``, ``memory://``) give
@@ -115,6 +117,11 @@ class StorageLayout:
         return self._path("tables", "benchmark_scores.json")
 
     # models ------------------------------------------------------------------------
+    def gguf_cache(self) -> Any:
+        """Folder of converted GGUF models: ``models/gguf/<sha256[:16]>/`` per GGUF file
+        (``sigmap_lib.nll.convert_gguf`` writes the sub-folders; local roots only)."""
+        return self._path("models", "gguf")
+
     def nll_array(self, corpus_fingerprint: str, model_key: str) -> Any:
         """One model's NLL store for one corpus (keyed by the corpus fingerprint)."""
         return self._path("nll", corpus_fingerprint[:12], model_key)
@@ -180,6 +187,14 @@ class StorageLayout:
 
     def metabench_export(self) -> Any:
         return self._path("metabench", "export")
+
+    def metabench_tasks(self) -> Any:
+        """lm-eval tasks of the fit's items (``lm_eval --include_path`` this folder)."""
+        return self._path("metabench", "lm_eval_tasks")
+
+    def scored_model(self, key: str) -> Any:
+        """θ, scores and intervals of one model scored from its lm-eval logs."""
+        return self._path("metabench", "scored", f"{key}.json")
 
     # plots and reports (local) -----------------------------------------------------
     def plots_dir(self) -> Path:

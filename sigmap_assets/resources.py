@@ -117,6 +117,12 @@ class WorldResource(dg.ConfigurableResource):
     def file(self, name: str) -> Path:
         return self.root() / name
 
+    def lm_eval_logs(self) -> Path:
+        """Folder of lm-evaluation-harness output folders to score (``--output_path``):
+        ``lm_eval_logs`` in ``<storage>/sigmap.yaml``, else ``<world>/lm_eval_logs``."""
+        cfg = read_project_config(self.storage_root).get("lm_eval_logs")
+        return Path(cfg).expanduser().resolve() if cfg else self.root() / "lm_eval_logs"
+
     def settings(self) -> dict[str, Any]:
         """The world's recommended asset settings (``settings.yaml``; may be absent)."""
         path = self.file("settings.yaml")

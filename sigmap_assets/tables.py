@@ -70,3 +70,32 @@ def open_corpus(storage: SigmapStorage):
     from sigmap_lib.inputs import CorpusStore
 
     return CorpusStore.open(storage.layout.corpus_store())
+
+
+def fit_item_tables(world: Any, benchmarks: list[str]) -> tuple[dict, dict]:
+    """The world's loglikelihood item tables (``context``/``choices``/``gold``) of these
+    benchmark keys, and their scoring rules (metric, threshold) from ``truth.json`` when the
+    world states them (the zoo does); benchmarks without such a table are left out."""
+    import polars as pl
+
+    from sigmap_lib.inputs import benchmark_slug, read_catalog
+
+    by_key = {benchmark_slug(b.name): b for b in read_catalog(world.file("catalog.yaml")).values()}
+    truth_path = world.file("truth.json")
+    truth = json.loads(truth_path.read_text()).get("benchmarks", {}) if truth_path.exists() else {}
+    tables, metrics = {}, {}
+    for key in benchmarks:
+        b = by_key.get(key)
+        if b is None or b.items is None:
+            continue
+        t = pl.read_parquet(b.items)
+        if not {"item_id", "context", "choices", "gold"} <= set(t.columns):
+            continue
+        tables[key] = t
+        rule = truth.get(b.name, {}) if isinstance(truth.get(b.name), dict) else {}
+        if rule.get("metric"):
+            metrics[key] = {
+                "metric": rule["metric"],
+                "threshold": rule.get("threshold_nats_per_byte"),
+            }
+    return tables, metrics

@@ -79,6 +79,27 @@ def manifest_rules(tasks_dir: str | Path) -> dict[str, TaskRule]:
     }
 
 
+def fit_rules(
+    items: Mapping[str, Sequence[str]], tasks_dir: str | Path | None = None, prefix: str = "sigmap"
+) -> dict[str, TaskRule]:
+    """Rules for a sigmap fit: the export's manifest when ``tasks_dir`` holds one, else
+    ``acc`` on tasks named ``<prefix>_<benchmark>`` (the names :func:`fit_tasks` gives).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import fit_rules
+    >>> r = fit_rules({"arith": ["q1", "q2"]})
+    >>> r["sigmap_arith"].metric, sorted(r["sigmap_arith"].items)
+    ('acc', ['q1', 'q2'])
+    """
+    if tasks_dir is not None and (Path(tasks_dir) / "sigmap_tasks.json").exists():
+        return manifest_rules(tasks_dir)
+    return {
+        f"{prefix}_{bm}": TaskRule(benchmark=bm, items=frozenset(map(str, ids)))
+        for bm, ids in items.items()
+    }
+
+
 def published_rules(
     version: str, items: Mapping[str, Sequence[str]] | None = None
 ) -> dict[str, TaskRule]:

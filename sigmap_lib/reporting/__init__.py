@@ -13,6 +13,7 @@ from ._html import (
 )
 from ._metabench_plots import (
     plot_reconstruction,
+    plot_scored_models,
     plot_test_information,
 )
 from ._overlap_report import (
@@ -40,6 +41,7 @@ __all__ = [
     "markdown_table",
     "matching_domain_summary",
     "plot_reconstruction",
+    "plot_scored_models",
     "plot_test_information",
     "render_html_report",
     "scatter_true_vs_pred",

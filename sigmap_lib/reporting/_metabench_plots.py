@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib._util._atomic import atomic_file
+from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.irt._irt import item_information
 from sigmap_lib.metabench._fit import MetabenchFit
 
@@ -101,3 +102,76 @@ def _save_fig(figure: Any, path: str | os.PathLike) -> Path:
     finally:
         plt.close(figure)
     return dest
+
+
+def plot_scored_models(fit: MetabenchFit, results: list[dict], path: str | os.PathLike) -> Path:
+    """Where scored models fall on each benchmark's reconstruction (PNG).
+
+    One panel per benchmark: the fit's respondents (grey: true full score against θ), the
+    θ-only reconstruction curve, and each scored model (red: reconstructed score at its θ,
+    with its prediction interval and θ ± SE).
+
+    Parameters
+    ----------
+    fit : MetabenchFit
+    results : list of dict
+        :meth:`sigmap_lib.metabench.MetabenchScorer.score` output.
+    path : path of the PNG.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import MetabenchScorer, fit_metabench, simulate_benchmarks
+    >>> from sigmap_lib.reporting import plot_scored_models
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30}, seed=0)
+    >>> fit = fit_metabench(responses, scores, pool_size=20, n_subsets=20, irt_models=("2PL",),
+    ...                     n_quant=15, gam_df=5, top_k=1, n_tau=3)
+    >>> res = MetabenchScorer.from_fit(fit).score({"new/model": {"arc": {i: 1 for i in fit.selected["arc"][:5]}}})
+    >>> plot_scored_models(fit, res, "scored.png")
+    PosixPath('scored.png')
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bms = [bm for bm in fit.benchmarks if any(bm in r["benchmarks"] for r in results)]
+    if not bms:
+        raise SigmapInputError("plot_scored_models: no scored benchmark of this fit")
+    ncol = min(3, len(bms))
+    nrow = int(np.ceil(len(bms) / ncol))
+    figure, axes = plt.subplots(nrow, ncol, figsize=(4.2 * ncol, 3.4 * nrow), squeeze=False)
+    for ax, bm in zip(axes.flat, bms):
+        f = fit.benchmarks[bm]
+        th = f.thetas
+        ax.scatter(th["theta"], th["score"], s=6, c="0.7", label="fit respondents")
+        grid = np.linspace(th["theta"].min() - 0.5, th["theta"].max() + 0.5, 200)
+        ax.plot(grid, f.gam.predict(grid), c="0.3", lw=1, label="reconstruction (θ)")
+        for r in results:
+            b = r["benchmarks"].get(bm)
+            if b is None:
+                continue
+            lo, hi = b["score_interval"]
+            ax.errorbar(
+                b["theta"],
+                b["score"],
+                yerr=[[b["score"] - lo], [hi - b["score"]]],
+                xerr=b["theta_se"],
+                fmt="o",
+                c="tab:red",
+                ms=5,
+                capsize=3,
+            )
+            ax.annotate(
+                r["model"][-24:],
+                (b["theta"], b["score"]),
+                fontsize=7,
+                xytext=(4, 4),
+                textcoords="offset points",
+            )
+        ax.set_title(bm, fontsize=9)
+        ax.set_xlabel("θ")
+        ax.set_ylabel("full score")
+    for ax in list(axes.flat)[len(bms) :]:
+        ax.axis("off")
+    figure.tight_layout()
+    return _save_fig(figure, path)

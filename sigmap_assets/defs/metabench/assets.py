@@ -241,6 +241,26 @@ def metabench_selection(
     )
 
 
+def write_fit_tasks(fit, world: WorldResource, storage: SigmapStorage, context) -> object:
+    """lm-eval tasks of the fit's items where the world has loglikelihood item tables
+    (``sigmap metabench export-tasks`` does the same from the command line)."""
+    from sigmap_assets.tables import fit_item_tables
+    from sigmap_lib.metabench import fit_tasks, write_lm_eval_tasks
+
+    tables, metrics = fit_item_tables(world, list(fit.benchmarks))
+    if not tables:
+        return None
+    try:
+        tasks = fit_tasks({k: fit.selected[k] for k in tables}, tables, metrics=metrics)
+    except SigmapInputError as exc:
+        context.log.warning(f"lm-eval tasks not written: {exc}")
+        return None
+    source = {"kind": "fit", "fit": str(storage.layout.metabench_fit())}
+    return write_lm_eval_tasks(
+        storage.layout.metabench_tasks(), tasks, group="sigmap_fit", source=source
+    )
+
+
 @dg.asset(
     group_name="metabench",
     deps=[dg.AssetDep(metabench_selection, partition_mapping=dg.AllPartitionMapping())],
@@ -293,6 +313,7 @@ def metabench(
         if q.exists():
             questions[key] = pd.read_parquet(q)
     exported = export_items(fit, questions, storage.layout.metabench_export())
+    tasks_dir = write_fit_tasks(fit, world, storage, context)
     plots = storage.layout.plots_dir()
     rec_png = plot_reconstruction(fit, plots / "metabench_reconstruction.png")
     info_png = plot_test_information(fit, plots / "metabench_information.png")
@@ -346,6 +367,7 @@ def metabench(
             "reconstruction": dg.MetadataValue.md(image_md(rec_png, "reconstructed vs true")),
             "information": dg.MetadataValue.md(image_md(info_png, "test information")),
             "export": dg.MetadataValue.json({k: str(v) for k, v in exported.items()}),
+            "lm_eval_tasks": dg.MetadataValue.path(str(tasks_dir or "(no loglikelihood items)")),
             "report": dg.MetadataValue.path(str(html)),
         }
     )
