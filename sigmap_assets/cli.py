@@ -28,7 +28,15 @@ from pathlib import Path
 
 from sigmap_assets.layout import StorageLayout
 
-BENCHES = ("perplexity", "screening", "selection", "recovery", "overlap", "metabench")
+BENCHES = (
+    "perplexity",
+    "screening",
+    "selection",
+    "recovery",
+    "overlap",
+    "metabench",
+    "segmentation",
+)
 
 
 def _setup_env(storage: str | None) -> Path:

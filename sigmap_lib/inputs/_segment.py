@@ -76,6 +76,19 @@ def segment_units(text: str, pattern: str | None = None) -> np.ndarray:
     >>> segment_units("state-of-the-art", r"\\S+").tolist()  # a custom pattern
     [[0, 16]]
     """
+    if pattern is None or pattern == DEFAULT_UNIT_PATTERN:
+        from sigmap_lib.inputs._segment_kernel import segment_default
+
+        try:
+            return segment_default(text.encode("utf-8"))
+        except UnicodeEncodeError:  # lone surrogates: no UTF-8 bytes; the regex copes
+            pass
+    return segment_regex(text, pattern)
+
+
+def segment_regex(text: str, pattern: str | None = None) -> np.ndarray:
+    """:func:`segment_units` by ``re.finditer`` (any pattern; the reference for the default
+    pattern's numba kernel, which is ~10x faster and gives the same units)."""
     rx = compile_pattern(pattern)
     spans = [m.span() for m in rx.finditer(text) if m.end() > m.start()]
     if not spans:
