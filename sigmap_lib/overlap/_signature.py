@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
@@ -73,7 +74,8 @@ def signature_model_scores(
     Parameters
     ----------
     signatures : mapping benchmark -> unit ids
-        Global corpus unit indices of each benchmark's signature (non-empty).
+        Global corpus unit indices of each benchmark's signature. An empty signature (no
+        unit above chance) gives a NaN column: such a benchmark has no signature score.
     nll : np.ndarray or callable
         Either ``(k, n_models)`` NLL in nats at the unit ids ``units`` (unit-major), or a
         callable ``read(unit_ids (k,)) -> (k, n_models)`` (e.g. reading the NLL stores).
@@ -127,15 +129,15 @@ def signature_model_scores(
     sig = {}
     for lab, u in zip(labels, signatures.values()):
         arr = np.asarray(u, dtype=np.int64).ravel()
-        if arr.size == 0:
-            raise SigmapInputError(f"signature overlap: signature of benchmark {lab!r} is empty")
         if (arr < 0).any():
             raise SigmapInputError(
                 f"signature overlap: signature of benchmark {lab!r} has negative unit ids"
             )
         sig[lab] = arr
-    wanted = np.unique(np.concatenate(list(sig.values())))
     m = bpb_mean.shape[0]
+    if not any(a.size for a in sig.values()):
+        return labels, np.full((m, len(labels)), np.nan)
+    wanted = np.unique(np.concatenate(list(sig.values())))
     x = _read_nll(nll, units, wanted, m)
     # bytes per unit at `wanted`
     if callable(unit_nbytes):
@@ -158,16 +160,30 @@ def signature_model_scores(
     z = (bpb - bpb_mean[None, :]) / bpb_sd[None, :]
     out = np.empty((m, len(labels)))
     for b, lab in enumerate(labels):
+        if sig[lab].size == 0:
+            out[:, b] = np.nan
+            continue
         rows = np.searchsorted(wanted, sig[lab])
         out[:, b] = z[rows].mean(axis=0)
     return labels, out
 
 
-def _overlap_from_model_scores(labels: Sequence[str], s: np.ndarray) -> OverlapMatrix:
+def _overlap_from_model_scores(
+    labels: Sequence[str], s: np.ndarray, no_signature: Mapping[str, str] | None = None
+) -> OverlapMatrix:
     rho, n = spearman_matrix(s, min_common=3)
     np.fill_diagonal(rho, 1.0)
+    empty = {
+        lab: (no_signature or {}).get(lab, "empty signature")
+        for lab, col in zip(labels, s.T)
+        if np.isnan(col).all()
+    }
     return OverlapMatrix(
-        labels=tuple(labels), values=rho, n_common=n, level="signature", extra={"model_scores": s}
+        labels=tuple(labels),
+        values=rho,
+        n_common=n,
+        level="signature",
+        extra={"model_scores": s, "no_signature": empty},
     )
 
 
@@ -179,17 +195,22 @@ def signature_overlap(
     bpb_mean: np.ndarray,
     bpb_sd: np.ndarray,
     units: np.ndarray | None = None,
+    no_signature: Mapping[str, str] | None = None,
 ) -> OverlapMatrix:
     """Signature-level overlap: Spearman ρ across models of the signature scores.
 
     See :func:`signature_model_scores` for the inputs. ``overlap(a, b) =
-    Spearman(s_a, s_b)`` over the models (METHODS §4).
+    Spearman(s_a, s_b)`` over the models (METHODS §4). A pair where either signature is
+    empty is NaN — never 0, never a fallback to an uncalibrated top-k — and the reason is
+    recorded (``no_signature``: benchmark -> reason, e.g. "no signature above chance at
+    m = 32, d = 2e4, α = 0.05"; default "empty signature").
 
     Returns
     -------
     OverlapMatrix
         ``level="signature"``; ``n_common`` = number of models; ``extra["model_scores"]``
-        = the ``(n_models, B)`` signature scores (input of :func:`bootstrap_ci`).
+        = the ``(n_models, B)`` signature scores (input of :func:`bootstrap_ci`);
+        ``extra["no_signature"]`` = benchmark -> reason for the benchmarks without one.
 
     Examples
     --------
@@ -211,7 +232,7 @@ def signature_overlap(
     labels, s = signature_model_scores(
         signatures, nll=nll, unit_nbytes=unit_nbytes, bpb_mean=bpb_mean, bpb_sd=bpb_sd, units=units
     )
-    return _overlap_from_model_scores(labels, s)
+    return _overlap_from_model_scores(labels, s, no_signature)
 
 
 def signature_overlap_null(
@@ -241,7 +262,10 @@ def signature_overlap_null(
 
     p-value (exact permutation test, valid at any ``n_perm``):
     ``(1 + #{null ≥ observed}) / (1 + n_perm)`` for ``alternative="greater"``, or with
-    ``|·|`` on both sides for ``"two-sided"``.
+    ``|·|`` on both sides for ``"two-sided"``. A permutation under which either signature
+    is empty (calibrated signatures usually are, on shuffled scores) produced no overlap, so
+    it never counts as one at least as large; ``extra["null_finite"]`` counts, per pair, the
+    permutations that produced one. Pairs whose observed overlap is NaN get NaN.
 
     Parameters
     ----------
@@ -331,19 +355,26 @@ def signature_overlap_null(
             )
         null[p] = signature_overlap({k: sigs[k] for k in labels}, **kw).values
     obs = observed.values
-    if alternative == "greater":
-        exceed = (null >= obs[None] - 1e-12).sum(axis=0)
-    else:
-        exceed = (np.abs(null) >= np.abs(obs)[None] - 1e-12).sum(axis=0)
+    with np.errstate(invalid="ignore"):  # NaN null (no signature) never exceeds
+        if alternative == "greater":
+            exceed = (null >= obs[None] - 1e-12).sum(axis=0)
+        else:
+            exceed = (np.abs(null) >= np.abs(obs)[None] - 1e-12).sum(axis=0)
     with np.errstate(invalid="ignore"):
         pval = (1.0 + exceed) / (1.0 + n_perm)
     pval[~np.isfinite(obs)] = np.nan
     np.fill_diagonal(pval, np.nan)
     extra = dict(observed.extra)
+    finite = np.isfinite(null).sum(axis=0)
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN pairs: mean of nothing
+        null_mean = np.nanmean(null, axis=0)
+        null_sd = np.nanstd(null, axis=0, ddof=1) if n_perm > 1 else np.full((nb, nb), np.nan)
     extra.update(
         p_value=pval,
-        null_mean=np.nanmean(null, axis=0),
-        null_sd=np.nanstd(null, axis=0, ddof=1) if n_perm > 1 else np.full((nb, nb), np.nan),
+        null_mean=null_mean,
+        null_finite=finite,
+        null_sd=null_sd,
         null=null,
         n_perm=int(n_perm),
         mode=mode,

@@ -53,13 +53,28 @@ def level_analyses(matrix: Any, meta: Mapping[str, Mapping[str, str]]) -> dict[s
     from sigmap_lib.overlap._analysis import cluster, function_matrix, group_test, spread
 
     sub = {k: v for k, v in meta.items() if k in matrix.labels}
-    return {
+    out = {
         "family": group_test(matrix, sub, by="family"),
         "format": group_test(matrix, sub, by="format"),
         "function": function_matrix(matrix, {k: v["function"] for k, v in sub.items()}),
         "spread": spread(matrix),
-        "cluster": cluster(matrix, fill_nan=0.0) if len(matrix.labels) > 2 else None,
     }
+    # benchmarks without a signature (NaN rows): left out of the tests (their pairs are not
+    # finite) and of the clustering, and counted
+    no_sig = dict((getattr(matrix, "extra", None) or {}).get("no_signature", {}))
+    if no_sig:
+        keep = [lab for lab in matrix.labels if lab not in no_sig]
+        iu = np.triu_indices(len(matrix.labels), 1)
+        out["left_out"] = {
+            "benchmarks_without_signature": no_sig,
+            "pairs_left_out": int((~np.isfinite(matrix.values[iu])).sum()),
+            "pairs": len(iu[0]),
+        }
+        clustered = matrix.subset(keep) if len(keep) > 2 else None
+    else:
+        clustered = matrix if len(matrix.labels) > 2 else None
+    out["cluster"] = cluster(clustered, fill_nan=0.0) if clustered is not None else None
+    return out
 
 
 def _claims(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -121,6 +136,16 @@ def _claims(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
             f"- Signature overlaps: median {_fmt(s['median'])}, IQR {_fmt(s['iqr'])}, "
             f"sd {_fmt(s['sd'])} — the spread is the discriminability of the level."
         )
+        lo = sig.get("left_out")
+        if lo:
+            reasons = sorted(set(lo["benchmarks_without_signature"].values()))
+            lines.append(
+                f"- {len(lo['benchmarks_without_signature'])} benchmark(s) have no signature "
+                f"({'; '.join(reasons)}): "
+                f"{', '.join(sorted(lo['benchmarks_without_signature']))}. Their "
+                f"{lo['pairs_left_out']} of {lo['pairs']} signature-level pairs are NaN and left "
+                "out of the tests and the clustering."
+            )
     for level, res in results.items():
         f = res["function"]
         lines.append(
@@ -255,6 +280,8 @@ def build_overlap_report(
             if res["cluster"] is not None
             else list(m.labels),
         }
+        if "left_out" in res:
+            summary["levels"][lv]["left_out"] = res["left_out"]
     if robustness:
         rows = [
             {
