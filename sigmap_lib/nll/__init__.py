@@ -1,7 +1,9 @@
 """Per-unit negative log-likelihoods: scoring documents with Hugging Face causal LMs
-(byte apportioning to corpus units), the per-model zarr NLL store, and the rank store.
+(byte apportioning to corpus units; GGUF files dequantized and cached), the per-model zarr
+NLL store, and the rank store.
 """
 
+from ._gguf import convert_gguf, gguf_architecture
 from ._perplexity import (
     apportion_token_nll,
     document_unit_nll,
@@ -37,9 +39,11 @@ __all__ = [
     "apportion_token_nll",
     "build_rank_store",
     "check_model_arrays",
+    "convert_gguf",
     "decode_ranks",
     "document_unit_nll",
     "encode_ranks",
+    "gguf_architecture",
     "import_nll",
     "iter_value_chunks",
     "load_model",

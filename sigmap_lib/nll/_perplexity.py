@@ -47,6 +47,7 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs._segment import char_to_byte_offsets, segment_units, unit_byte_spans
+from sigmap_lib.nll._gguf import check_gguf_file, convert_gguf, gguf_to_model, is_gguf_path
 
 if TYPE_CHECKING:  # pragma: no cover
     from sigmap_lib.inputs._corpus import CorpusStore
@@ -123,14 +124,17 @@ def load_model(
     revision: str | None = None,
     trust_remote_code: bool = False,
     use_safetensors: bool = True,
+    gguf_cache: str | Path | None = None,
 ) -> tuple[Any, Any]:
     """Load a causal LM and its (fast) tokenizer for scoring.
 
     Parameters
     ----------
     path_or_id
-        A local folder written by ``save_pretrained`` or a Hugging Face hub id. Strings
-        that look like paths (absolute, ``./``, ``~`` or more than one ``/``) must exist.
+        A local folder written by ``save_pretrained``, a ``.gguf`` file (llama.cpp's
+        format, dequantized through transformers, see :func:`convert_gguf`) or a Hugging
+        Face hub id. Strings that look like paths (absolute, ``./``, ``~`` or more than
+        one ``/``) and ``.gguf`` names must exist.
     device
         ``"auto"`` (cuda > mps > cpu) or an explicit torch device string.
     dtype
@@ -142,6 +146,12 @@ def load_model(
         Passed to transformers; keep ``False`` unless the model is audited.
     use_safetensors
         Load only ``*.safetensors`` weights (no pickle); a folder without them is an error.
+    gguf_cache
+        For a ``.gguf`` file: the folder holding converted models
+        (``<gguf_cache>/<sha256[:16]>/``, see :func:`convert_gguf`); the file is
+        dequantized once and later calls load the cached folder. ``None`` converts in
+        memory on every call. Ignored for other models. GGUF files are always loaded
+        with ``trust_remote_code=False``.
 
     Returns
     -------
@@ -162,9 +172,29 @@ def load_model(
     >>> model, tokenizer = load_model(path, device="cpu")
     >>> model.training, tokenizer.is_fast, len(tokenizer), str(model.dtype)
     (False, True, 300, 'torch.float32')
+
+    A ``.gguf`` name must be an existing GGUF file:
+
+    >>> load_model("models/missing.gguf", device="cpu", gguf_cache="cache")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: GGUF file models/missing.gguf does not exist
     """
     raw = str(path_or_id)
     p = Path(raw).expanduser()
+    if is_gguf_path(p):
+        check_gguf_file(p)
+        dev = resolve_device(device)
+        torch_dtype = _resolve_dtype(dtype, dev)
+        with _LOAD_LOCK:
+            if gguf_cache is not None:
+                folder = convert_gguf(p, gguf_cache)
+                kw_gguf: dict[str, Any] = {"trust_remote_code": False, "local_files_only": True}
+                return _load(str(folder), raw, kw_gguf, dev, torch_dtype, True)
+            model, tokenizer = gguf_to_model(p)
+        model.to(device=dev, dtype=torch_dtype)
+        model.eval()
+        return model, tokenizer
     kw: dict[str, Any] = {"trust_remote_code": trust_remote_code}
     if p.exists():
         if not p.is_dir():

@@ -18,12 +18,26 @@ length (causal attention: QKᵀ and AV each ``2·T̄·d`` per token per layer).
 Window re-computation of overlapping context is counted as work actually done (FLOPs
 are over all processed token slots that are not padding), while tokens/s counts scored
 tokens only.
+
+A real model (``--model PATH``: a ``save_pretrained`` folder or a ``.gguf`` file,
+dequantized once into ``--gguf-cache``): the same full path on real documents (``--docs``,
+any corpus file or folder; default: module docstrings and source code of the Python
+standard library, about ``--tokens`` tokens, 4,000 by default, each document shorter than
+the context), then, in the same process on the same documents, lm-evaluation-harness'
+``loglikelihood_rolling`` through its Hugging Face model class (``HFLM`` wrapping the
+already loaded model and tokenizer, offline). Reported: tokens/s of the forward pass alone
+and end to end, lm-eval's time and its ratio to ours (``time_ratio`` = lm-eval seconds /
+our end-to-end seconds), and the largest per-document difference of total NLL (nats).
+Both prepend the same prefix token (BOS, else EOS); for documents longer than the
+context the two window schemes differ (ours strides with overlap, lm-eval's windows are
+disjoint), which ``lm_eval.windows_match`` reports.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import tempfile
 import time
@@ -61,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap = argparse.ArgumentParser(prog="sigmap bench perplexity", description=__doc__.split("\n")[0])
     ap.add_argument("--device", default="cpu", help="cpu (default), cuda, mps or auto")
     ap.add_argument("--tokens", type=int, default=None, help="corpus size target in tokens "
-                    "(default 220k on CPU, 4M on GPU)")  # fmt: skip
+                    "(default 220k on CPU, 4M on GPU; 4,000 with --model)")  # fmt: skip
     ap.add_argument("--batch-tokens", type=int, default=None, help="token slots per forward "
                     "(default 8192 CPU, 65536 GPU)")  # fmt: skip
     ap.add_argument(
@@ -79,7 +93,21 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument(
         "--workdir", default=None, help="where to write the corpus/NLL stores (default: temp)"
     )
+    ap.add_argument("--model", default=None, help="a real model: save_pretrained folder or "
+                    ".gguf file (then --docs / --tokens choose the documents)")  # fmt: skip
+    ap.add_argument("--docs", default=None, help="with --model: corpus file or folder "
+                    "(default: Python standard-library docstrings and source)")  # fmt: skip
+    ap.add_argument(
+        "--dtype", default="auto", help="with --model: auto, float32, bfloat16, float16"
+    )
+    ap.add_argument("--gguf-cache", default=None, help="with a .gguf --model: converted-model "
+                    "cache folder (default: <workdir>/gguf)")  # fmt: skip
+    ap.add_argument("--lm-eval-batch-size", type=int, default=16,
+                    help="with --model: lm-eval HFLM batch size")  # fmt: skip
+    ap.add_argument("--no-lm-eval", action="store_true", help="with --model: skip lm-eval")
     args = ap.parse_args(argv)
+    if args.model is not None:
+        return _model_bench(args)
 
     import numpy as np
     import torch
@@ -230,6 +258,212 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"padding {result['padding_fraction']:.1%}"
     )
     return result
+
+
+#: Standard-library modules whose docstrings (English prose) and source code make the
+#: default real-model documents (every Python installation has them).
+STDLIB_MODULES = (
+    "textwrap", "argparse", "json", "csv", "difflib", "statistics", "fractions", "heapq",
+    "shlex", "calendar", "string", "bisect", "functools", "pathlib", "dataclasses",
+    "contextlib", "zipfile", "logging", "tarfile", "inspect",
+)  # fmt: skip
+
+
+def _chunks(tokenizer: Any, text: str, max_tokens: int) -> list[str]:
+    """``text`` cut at line boundaries into pieces of at most ``max_tokens`` tokens each
+    (a single longer line is dropped)."""
+
+    def n(t: str) -> int:
+        return len(tokenizer(t, add_special_tokens=False)["input_ids"])
+
+    out: list[str] = []
+    cur = ""
+    for line in text.splitlines(keepends=True):
+        if n(cur + line) <= max_tokens:
+            cur += line
+            continue
+        if cur.strip():
+            out.append(cur.strip())
+        cur = line if n(line) <= max_tokens else ""
+    if cur.strip():
+        out.append(cur.strip())
+    return out
+
+
+def _stdlib_documents(tokenizer: Any, target_tokens: int, max_tokens: int) -> list[Any]:
+    """Real documents: the module docstring and the first ~2,500 characters of the code of
+    each of :data:`STDLIB_MODULES`, until ``target_tokens`` tokens; each document has at
+    most ``max_tokens`` tokens (so it fits the context in one window)."""
+    import importlib
+    import inspect
+
+    from sigmap_lib.inputs._corpus import Document
+
+    docs: list[Any] = []
+    n = 0
+    for name in STDLIB_MODULES:
+        mod = importlib.import_module(name)
+        src = Path(inspect.getsourcefile(mod) or "").read_text(encoding="utf-8")
+        doc = inspect.getdoc(mod) or ""
+        body = src[src.find(doc[-40:]) + 40 :] if doc and doc[-40:] in src else src
+        cut = body.find("\n", 2500)
+        for kind, text in (("doc", doc), ("source", body[: cut if cut > 0 else len(body)])):
+            for k, piece in enumerate(_chunks(tokenizer, text, max_tokens)):
+                if len(piece) < 80:
+                    continue
+                docs.append(Document(f"{name}:{kind}:{k}", "stdlib", piece))
+                n += len(tokenizer(piece, add_special_tokens=False)["input_ids"])
+                if n >= target_tokens:
+                    return docs
+    return docs
+
+
+def _model_bench(args: argparse.Namespace) -> dict[str, Any]:
+    """``--model``: a real model through the full path, then lm-eval on the same documents."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    import numpy as np
+    import torch
+
+    from sigmap_lib.inputs._corpus import build_corpus_store, read_corpus
+    from sigmap_lib.nll._gguf import is_gguf_path
+    from sigmap_lib.nll._perplexity import (
+        document_unit_nll,
+        load_model,
+        model_context_length,
+        resolve_device,
+        score_corpus,
+    )
+    from sigmap_lib.nll._store import NLLStore
+
+    device = resolve_device(args.device)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    work = (
+        Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="sigmap-bench-ppl-"))
+    )
+    gguf = is_gguf_path(args.model)
+    t0 = time.perf_counter()
+    model, tok = load_model(
+        args.model, device=device, dtype=args.dtype,
+        gguf_cache=Path(args.gguf_cache) if args.gguf_cache else work / "gguf",
+    )  # fmt: skip
+    load_seconds = time.perf_counter() - t0
+    L = args.max_length or model_context_length(model, tok)
+    n_params = sum(p.numel() for p in model.parameters())
+    dtype = str(next(model.parameters()).dtype).replace("torch.", "")
+    _log(f"model {args.model}: {model.config.model_type} {n_params / 1e6:.1f}M params, "
+         f"{device} {dtype}, context {L} (loaded in {load_seconds:.1f}s)")  # fmt: skip
+
+    if args.docs:
+        docs = read_corpus(args.docs)
+    else:
+        docs = _stdlib_documents(tok, args.tokens or 4000, L - 1)
+    work.mkdir(parents=True, exist_ok=True)
+    corpus = build_corpus_store(docs, work / "corpus", shard_units=args.shard_units)
+    texts = corpus.documents()
+    n_tok = [len(x) for x in tok(texts, add_special_tokens=False)["input_ids"]]
+    _log(f"documents: {len(texts)}, {sum(n_tok)} tokens, {corpus.n_bytes} bytes")
+    store = NLLStore.create_or_open(
+        work / "nll", corpus.n_units, corpus.shard_bounds, corpus.fingerprint
+    )
+    batch_tokens = args.batch_tokens or (65536 if device.startswith("cuda") else 8192)
+    # warm-up (thread pools, allocator, kernel selection) outside both timed runs
+    document_unit_nll(model, tok, [texts[0][:400]], max_length=L)
+    t2 = time.perf_counter()
+    stats = score_corpus(
+        model, tok, corpus, store, max_length=L, batch_tokens=batch_tokens,
+        progress=lambda p: _log(f"shard {p['shard']} done ({p['tokens_per_s']:.0f} tok/s)"),
+    )  # fmt: skip
+    total = time.perf_counter() - t2
+    fwd, tokens = stats["forward_seconds"], stats["tokens"]
+    values = store.read().astype(np.float64)
+    ours = np.bincount(corpus.unit_doc, weights=values, minlength=len(texts))
+    result: dict[str, Any] = {
+        "bench": "perplexity",
+        "mode": "model",
+        "device": device,
+        "dtype": dtype,
+        "threads": torch.get_num_threads(),
+        "model": {
+            "path": str(args.model),
+            "gguf": gguf,
+            "arch": str(model.config.model_type),
+            "n_params": n_params,
+            "vocab": int(model.config.vocab_size),
+            "context": L,
+        },
+        "corpus": {
+            "documents": len(texts),
+            "units": corpus.n_units,
+            "bytes": corpus.n_bytes,
+            "source": str(args.docs) if args.docs else "python-stdlib",
+            "max_document_tokens": max(n_tok),
+        },
+        "tokens": tokens,
+        "batch_tokens": batch_tokens,
+        "forward_tokens_per_s": tokens / fwd if fwd > 0 else math.nan,
+        "end_to_end_tokens_per_s": tokens / total if total > 0 else math.nan,
+        "overhead_fraction": (total - fwd) / fwd if fwd > 0 else math.nan,
+        "padding_fraction": stats["padding_fraction"],
+        "bits_per_byte": stats["bits_per_byte"],
+        "seconds": {
+            "load": round(load_seconds, 3),
+            "forward": round(fwd, 3),
+            "align": round(stats["align_seconds"], 3),
+            "store": round(stats["store_seconds"], 3),
+            "total": round(total, 3),
+        },
+    }
+    _log(f"ours: forward {result['forward_tokens_per_s']:.0f} tok/s, end-to-end "
+         f"{result['end_to_end_tokens_per_s']:.0f} tok/s, {result['bits_per_byte']:.3f} bits/byte")  # fmt: skip
+    if not args.no_lm_eval:
+        result["lm_eval"] = _lm_eval_rolling(
+            model, tok, texts, ours, L, args.lm_eval_batch_size, total
+        )
+        le = result["lm_eval"]
+        _log(f"lm-eval {le['version']}: {le['tokens_per_s']:.0f} tok/s, time ratio "
+             f"{le['time_ratio']:.2f}, max |ΔNLL| per document {le['max_abs_nll_diff']:.2e} nats")  # fmt: skip
+    return result
+
+
+def _lm_eval_rolling(model: Any, tok: Any, texts: list[str], ours: Any, max_length: int,
+                     batch_size: int, our_seconds: float) -> dict[str, Any]:  # fmt: skip
+    """lm-eval's ``loglikelihood_rolling`` on ``texts`` with the loaded model, vs ``ours``."""
+    from importlib.metadata import version
+
+    import numpy as np
+    from lm_eval.api.instance import Instance
+    from lm_eval.models.huggingface import HFLM
+
+    lm = HFLM(pretrained=model, tokenizer=tok, backend="causal", batch_size=batch_size,
+              max_length=max_length)  # fmt: skip
+    requests = [
+        Instance(request_type="loglikelihood_rolling", doc={"text": t}, arguments=(t,), idx=i)
+        for i, t in enumerate(texts)
+    ]
+    lengths = [len(lm.tok_encode(t)) for t in texts]
+    t0 = time.perf_counter()
+    ll = lm.loglikelihood_rolling(requests, disable_tqdm=True)
+    seconds = time.perf_counter() - t0
+    theirs = -np.asarray(ll, dtype=np.float64)
+    diff = np.abs(ours - theirs)
+    return {
+        "version": version("lm-eval"),
+        "batch_size": batch_size,
+        "prefix_token_id": int(lm.prefix_token_id),
+        "tokens": int(sum(lengths)),
+        "seconds": round(seconds, 3),
+        "tokens_per_s": sum(lengths) / seconds if seconds > 0 else math.nan,
+        "time_ratio": seconds / our_seconds if our_seconds > 0 else math.nan,
+        "total_nll": float(theirs.sum()),
+        "our_total_nll": float(ours.sum()),
+        "max_abs_nll_diff": float(diff.max()),
+        "max_rel_nll_diff": float((diff / np.abs(theirs)).max()),
+        "mean_abs_nll_diff": float(diff.mean()),
+        "windows_match": bool(max(lengths) + 1 <= max_length),
+    }
 
 
 if __name__ == "__main__":  # pragma: no cover

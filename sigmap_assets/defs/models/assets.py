@@ -36,6 +36,7 @@ def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.Materiali
             "model": s.id,
             "key": s.key,
             "path": str(s.path) if s.path else None,
+            "gguf": str(s.gguf) if s.gguf else None,
             "revision": s.revision,
             "family": s.family,
             "n_params": s.n_params,
@@ -46,7 +47,9 @@ def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.Materiali
     ]
     table = pl.DataFrame(rows, infer_schema_length=None)
     write_parquet(table, storage.layout.registry_table())
-    fp = hashlib.sha256(json.dumps(rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    # registries without GGUF entries keep the data version they had before the column existed
+    fp_rows = [{k: v for k, v in r.items() if k != "gguf" or v is not None} for r in rows]
+    fp = hashlib.sha256(json.dumps(fp_rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return dg.MaterializeResult(
         metadata={
             "registry": dg.MetadataValue.path(str(path)),
@@ -122,11 +125,21 @@ def token_nll(
             import torch
 
             torch.set_num_threads(compute.threads)
+        gguf_cache = None
+        if spec.gguf is not None:
+            if storage.layout.is_local:
+                gguf_cache = storage.layout.gguf_cache()
+            else:
+                context.log.info(
+                    f"{spec.id}: storage root {storage.root} is not local; the GGUF file is "
+                    "dequantized in memory (no cache)"
+                )
         model, tokenizer = load_model(
-            str(spec.path or spec.id),
+            spec.source,
             device=compute.device,
             dtype=compute.dtype,
             revision=spec.revision,
+            gguf_cache=gguf_cache,
         )
 
         def progress(p: dict) -> None:  # score_corpus reports one dict per committed shard

@@ -144,3 +144,63 @@ def test_separator_lookalikes_do_not_collide() -> None:
     slugs = [model_slug(i) for i in ids]
     assert slugs[0] == "a__b"
     assert len(set(slugs)) == len(ids)
+
+
+def _fake_gguf(path: Path, magic: bytes = b"GGUF") -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(magic + b"\x03\x00\x00\x00" + b"\x00" * 16)
+    return path
+
+
+def test_read_registry_gguf_relative_to_path_or_yaml(tmp_path: Path) -> None:
+    f = tmp_path / "reg" / "models.yaml"
+    _fake_gguf(tmp_path / "reg" / "models" / "smol" / "smol.Q4_1.gguf")
+    _fake_gguf(tmp_path / "reg" / "top.GGUF")
+    absolute = _fake_gguf(tmp_path / "elsewhere" / "abs.gguf")
+    f.write_text(
+        f"""
+models:
+  - id: smol
+    path: models/smol
+    gguf: smol.Q4_1.gguf
+    dtype: float32
+  - id: top
+    gguf: top.GGUF
+  - id: abs
+    path: models/smol
+    gguf: {absolute}
+"""
+    )
+    smol, top, ab = read_registry(f)
+    assert smol.gguf == (tmp_path / "reg" / "models" / "smol" / "smol.Q4_1.gguf").resolve()
+    assert smol.source == str(smol.gguf)  # load_model gets the GGUF file, not the folder
+    assert smol.path == (tmp_path / "reg" / "models" / "smol").resolve()
+    assert top.gguf == (tmp_path / "reg" / "top.GGUF").resolve() and top.path is None
+    assert ab.gguf == absolute.resolve()
+
+
+@pytest.mark.parametrize(
+    "entry,match",
+    [
+        ("gguf: weights.bin", r"'gguf' must name a \.gguf file, got 'weights\.bin'"),
+        ("gguf: models/folder", r"'gguf' must name a \.gguf file"),
+        ("gguf: ''", r"'gguf' must be a non-empty string"),
+        ("gguf: 7", r"'gguf' must be a non-empty string"),
+        ("gguf: missing.gguf", r"gguf file .*missing\.gguf does not exist"),
+        ("gguf: dir.gguf", r"gguf .*dir\.gguf is not a file"),
+        ("gguf: fake.gguf", r"fake\.gguf is not a GGUF file \(starts with b'PK\\x03\\x04'"),
+        ("gguf: ok.gguf\n    gguf_file: ok.gguf", r"unknown key 'gguf_file'"),
+    ],
+)
+def test_read_registry_gguf_errors_name_file_and_entry(
+    tmp_path: Path, entry: str, match: str
+) -> None:
+    _fake_gguf(tmp_path / "ok.gguf")
+    _fake_gguf(tmp_path / "fake.gguf", magic=b"PK\x03\x04")
+    (tmp_path / "dir.gguf").mkdir()
+    f = tmp_path / "models.yaml"
+    f.write_text(f"models:\n  - id: good\n    gguf: ok.gguf\n  - id: smol\n    {entry}\n")
+    with pytest.raises(SigmapInputError, match=match) as exc:
+        read_registry(f)
+    assert str(f) in str(exc.value)
+    assert "models[1] (id 'smol')" in str(exc.value)
