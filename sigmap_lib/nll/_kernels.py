@@ -295,3 +295,126 @@ def select_candidates(stat, kind, t_strict, t_weak, buf, nsel):  # pragma: no co
                 if st > t_strict[b] and st >= t_weak[b]:
                     buf[b, r0 + nsel[c, b]] = j
                     nsel[c, b] += 1
+
+
+# ----------------------------------------------------------------------------------------
+# max-T permutation pass of the calibrated signatures (sigmap_lib.signatures._calibration)
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def pair_sign_totals(v, u, tot, nan):  # pragma: no cover - compiled
+    """``tot[c, k, l] += Σ_j sign(v[j, k] − v[j, l])`` for ``k < l`` over the rows of ``v``.
+
+    ``v (n, m)`` values or rank codes (any layout); ``tot (MAX_CHUNKS, m, m)`` int64 (one
+    slab per prange work item, summed by the caller; entries with ``k >= l`` untouched);
+    ``nan (MAX_CHUNKS,)`` counts the NaN values read. Summed over all units, the totals
+    give every model subset's mean rank code: ``code_k^S = (|S| − 1) + Σ_{l∈S, l≠k}
+    sign(v_k − v_l)``.
+    """
+    n, m = v.shape
+    nblk = (n + u - 1) // u
+    nchunk = min(nblk, MAX_CHUNKS)
+    for c in nb.prange(nchunk):
+        t = np.zeros((m, u), v.dtype)
+        for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
+            u0 = blk * u
+            w = min(u, n - u0)
+            nan[c] += load_block(v, u0, w, t)
+            for k in range(m):
+                tk = t[k]
+                for l in range(k + 1, m):  # noqa: E741
+                    tl = t[l]
+                    s = 0
+                    for i in range(w):
+                        s += np.int32(tk[i] > tl[i]) - np.int32(tk[i] < tl[i])
+                    tot[c, k, l] += s
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def cast_codes(codes, r0, r1, x32, x64, sq):  # pragma: no cover - compiled
+    """Rows ``[r0, r1)`` of integer ``codes (n, m)`` into ``x32[: r1 − r0]`` (float32, only
+    when ``x32`` has rows), ``x64`` (float64) and ``sq[i] = Σ_k code²`` (float64, exact)."""
+    m = codes.shape[1]
+    want32 = x32.shape[0] > 0
+    for i in range(r0, r1):
+        s = 0.0
+        for k in range(m):
+            c = np.float64(codes[i, k])
+            x64[i - r0, k] = c
+            s += c * c
+        if want32:
+            for k in range(m):
+                x32[i - r0, k] = np.float32(codes[i, k])
+        sq[i - r0] = s
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def scaled_colmax(prod, inv, colmax, two_sided):  # pragma: no cover - compiled
+    """``colmax[c] = max(colmax[c], max_i f(prod[i, c] · inv[i]))`` with ``f = |·|`` when
+    ``two_sided`` else the identity; ``prod (n, C)`` float32 or float64, ``inv (n,)`` and
+    ``colmax (C,)`` float64 (the running maxima of the permutation columns)."""
+    n, nc = prod.shape
+    for i in range(n):
+        s = inv[i]
+        if two_sided:
+            for c in range(nc):
+                colmax[c] = max(colmax[c], abs(np.float64(prod[i, c]) * s))
+        else:
+            for c in range(nc):
+                colmax[c] = max(colmax[c], np.float64(prod[i, c]) * s)
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def code_col_sums(codes, out):  # pragma: no cover - compiled
+    """``out[c, k] += Σ_j codes[j, k]`` over the rows of part ``c`` (int64, ``out`` of shape
+    ``(MAX_CHUNKS, m)``, summed by the caller)."""
+    n, m = codes.shape
+    nchunk = min(max(n // 4096, 1), MAX_CHUNKS)
+    for c in nb.prange(nchunk):
+        acc = np.zeros(m, np.int64)
+        for j in range(c * n // nchunk, (c + 1) * n // nchunk):
+            for k in range(m):
+                acc[k] += codes[j, k]
+        for k in range(m):
+            out[c, k] += acc[k]
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
+def partial_scale(
+    o, sq, offset, has_g, normalize, den, kind, inv, stat, r0, obsmax, hist, lo, hi
+):  # pragma: no cover
+    """Per-unit scaling of the observed columns of one block of the max-T pass.
+
+    ``o (n, B [+ 1])`` float64 products of the block's codes with the ``B = stat.shape[1]``
+    unit-norm score columns (and, when ``has_g``, the unit-norm centred ĝ as the last
+    column); ``sq (n,)`` ``Σ_k code²``; ``offset = m(m − 1)²`` (so ``sq − offset =
+    ‖code − mean‖²``). With ``normalize``: ``inv[i] = 1 / ‖code_i residualized on [1, ĝ]‖``
+    (0 for a unit whose residual is below ``1e-9`` of its centred norm: constant, or ranked
+    exactly like ĝ), else ``inv[i] = 1``; ``stat[r0 + i, b] = (o[i, b] · inv[i]) / den[b]``
+    (the marginal Thrush: integer products divided by ``den``, bit-identical to
+    :func:`rank_thrush`).
+
+    Side outputs: ``obsmax[b]`` running maximum and ``hist (B, n_bins)`` int64 running
+    histogram over ``[lo, hi]`` of the strength ``strength_value(stat, kind)``.
+    """
+    n = o.shape[0]
+    nobs = stat.shape[1]
+    nbins = hist.shape[1]
+    scale = nbins / (hi - lo)
+    for i in range(n):
+        if normalize:
+            base = sq[i] - offset
+            v = base
+            if has_g:
+                g = o[i, nobs]
+                v -= g * g
+            inv[i] = 1.0 / np.sqrt(v) if v > 1e-9 * base and v > 0.0 else 0.0
+        else:
+            inv[i] = 1.0
+        s = inv[i]
+        for b in range(nobs):
+            x = (o[i, b] * s) / den[b]
+            stat[r0 + i, b] = x
+            st = strength_value(x, kind)
+            obsmax[b] = max(obsmax[b], st)
+            hist_add(hist[b], st, lo, scale)

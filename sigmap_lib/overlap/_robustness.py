@@ -70,6 +70,8 @@ def signature_robustness(
     n_model_subsets: int = 3,
     subset_fraction: float = 0.75,
     criteria: Sequence[str] = ("bic", "ebic"),
+    methods: Sequence[str] = (),
+    main_signatures: Mapping[str, Any] | None = None,
     seed: int = 0,
 ) -> list[Variant]:
     """Recompute the signature overlap under the paper's robustness variants.
@@ -92,7 +94,16 @@ def signature_robustness(
     corpus_split : int, optional
         First unit of the second corpus half (a document boundary); default ``n_units // 2``.
     n_model_subsets, subset_fraction : random subsets of models (without replacement).
-    criteria : stage-2 criteria to try instead of the main one.
+    criteria : stage-2 criteria to try instead of the main one (forward-selection mains).
+    methods : signature methods to put side by side with the main one, e.g.
+        ``("calibrated", "aic", "lasso")`` (the default, the paper's AIC, the authors'
+        Lasso); the main method is skipped. Default: none. With a
+        calibrated main, the screening variant is the other calibrated statistic (marginal
+        vs partial) instead of pre-select vs Thrush.
+    main_signatures : mapping, optional
+        The main signatures (benchmark -> units): each variant then reports
+        ``extra["unit_jaccard"]``, the mean Jaccard overlap of its units with the main ones
+        over the benchmarks where either is non-empty.
     seed : int
 
     Returns
@@ -141,25 +152,36 @@ def signature_robustness(
     rng = np.random.default_rng(seed)
     out: list[Variant] = []
 
+    main_method = base.get("method") or base.get("criterion", "aic")
+    calibrated = str(main_method).startswith("calibrated")
+
     def add(name: str, desc: str, sigs: dict[str, np.ndarray], matrix: Any, **extra: Any) -> None:
         agree = agreement(main, matrix)
+        if main_signatures is not None:
+            extra["unit_jaccard"] = _mean_jaccard(main_signatures, sigs)
         out.append(Variant(name, desc, sigs, matrix, agree["rho"], agree["n_pairs"], extra))
 
     def run(values: Any, yy: np.ndarray, offset: int = 0, **changes: Any) -> dict[str, np.ndarray]:
         kw = dict(base) | changes
+        if str(kw.get("method") or "").startswith("calibrated"):
+            kw = {k: v for k, v in kw.items() if k not in ("criterion", "statistic", "k", "q")}
+        elif kw.get("method") is not None:
+            kw.pop("criterion", None)
         sigs = extract_signatures(values, yy, benchmark_names=list(benchmark_names), **kw)
-        return {s.benchmark: s.units + offset for s in sigs if s.units.size}
+        return {s.benchmark: s.units + offset for s in sigs}  # empty ones too: NaN pairs
 
     all_values = _read_columns(nll_arrays, 0, d)
-    # 1. the other screening statistic
-    other = "preselect" if base.get("statistic", "thrush") == "thrush" else "thrush"
-    sigs = run(all_values, y, statistic=other)
-    add(
-        f"screening={other}",
-        f"{other} instead of {base.get('statistic', 'thrush')} screening",
-        sigs,
-        _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
-    )
+    # 1. the other statistic
+    if calibrated:
+        other = "calibrated-marginal" if main_method == "calibrated" else "calibrated"
+        sigs = run(all_values, y, method=other)
+        label, desc = f"method={other}", f"{other} instead of {main_method}"
+    else:
+        other = "preselect" if base.get("statistic", "thrush") == "thrush" else "thrush"
+        sigs = run(all_values, y, statistic=other)
+        label = f"screening={other}"
+        desc = f"{other} instead of {base.get('statistic', 'thrush')} screening"
+    add(label, desc, sigs, _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd))
     # 2. each half of the corpus
     for name, lo, hi in (("corpus half 1", 0, split), ("corpus half 2", split, d)):
         sigs = run(all_values[lo:hi], y, offset=lo)
@@ -182,15 +204,36 @@ def signature_robustness(
                 _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models=models),
                 models=models.tolist(),
             )
-    # 4. other criteria
-    for crit in criteria:
-        if crit == base.get("criterion", "aic"):
+    # 4. other criteria (forward selection) and the other methods side by side
+    if not calibrated:
+        for crit in criteria:
+            if crit == base.get("criterion", "aic"):
+                continue
+            sigs = run(all_values, y, criterion=crit)
+            add(
+                f"criterion={crit}",
+                f"{crit} instead of {base.get('criterion', 'aic')}",
+                sigs,
+                _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
+            )
+    for meth in methods:
+        if meth == main_method or (not calibrated and meth in criteria):
             continue
-        sigs = run(all_values, y, criterion=crit)
+        sigs = run(all_values, y, method=meth)
         add(
-            f"criterion={crit}",
-            f"{crit} instead of {base.get('criterion', 'aic')}",
+            f"method={meth}",
+            f"{meth} instead of {main_method}",
             sigs,
             _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
         )
     return out
+
+
+def _mean_jaccard(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
+    """Mean Jaccard overlap of two signature sets over benchmarks where either is non-empty."""
+    vals = []
+    for k in a:
+        x, y = set(np.asarray(a[k]).tolist()), set(np.asarray(b.get(k, [])).tolist())
+        if x or y:
+            vals.append(len(x & y) / len(x | y))
+    return float(np.mean(vals)) if vals else float("nan")

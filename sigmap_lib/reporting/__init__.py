@@ -27,6 +27,7 @@ from ._plots import (
     level_distributions,
     scatter_true_vs_pred,
 )
+from ._signatures import null_threshold_plot, signature_sections
 from ._truth import truth_sections
 
 __all__ = [
@@ -40,10 +41,12 @@ __all__ = [
     "level_distributions",
     "markdown_table",
     "matching_domain_summary",
+    "null_threshold_plot",
     "plot_reconstruction",
     "plot_scored_models",
     "plot_test_information",
     "render_html_report",
     "scatter_true_vs_pred",
+    "signature_sections",
     "truth_sections",
 ]

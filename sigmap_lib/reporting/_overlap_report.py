@@ -289,6 +289,8 @@ def build_overlap_report(
                 "what": v.description,
                 "agreement (Spearman of off-diagonal)": v.agreement,
                 "pairs": v.n_pairs,
+                "unit overlap with main (Jaccard)": v.extra.get("unit_jaccard"),
+                "empty signatures": sum(1 for u in v.signatures.values() if len(u) == 0),
             }
             for v in robustness
         ]

@@ -17,7 +17,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.overlap._matrix import OverlapMatrix
 
 
-def _plt():
+def pyplot():
     import matplotlib
 
     matplotlib.use("Agg", force=True)
@@ -26,13 +26,13 @@ def _plt():
     return plt
 
 
-def _save(fig: Any, path: str | Path, dpi: int = 110) -> Path:
+def save_png(fig: Any, path: str | Path, dpi: int = 110) -> Path:
     path = Path(path)
     try:
         with atomic_file(path) as tmp:
             fig.savefig(tmp, dpi=dpi, bbox_inches="tight", format="png")
     finally:
-        _plt().close(fig)
+        pyplot().close(fig)
     return path
 
 
@@ -77,7 +77,7 @@ def heatmap(
     >>> heatmap(m, "performance_heatmap.png", title="performance overlap")  # clustered order
     PosixPath('performance_heatmap.png')
     """
-    plt = _plt()
+    plt = pyplot()
     b = len(matrix.labels)
     if b == 0:
         raise SigmapInputError("heatmap: empty overlap matrix")
@@ -118,7 +118,7 @@ def heatmap(
                         color="w",
                     )
     ax.set_title(title or f"{matrix.level} overlap (diagonal blank)")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def dendrogram(matrix: OverlapMatrix, path: str | Path, *, title: str = "") -> Path:
@@ -138,7 +138,7 @@ def dendrogram(matrix: OverlapMatrix, path: str | Path, *, title: str = "") -> P
     >>> path.name, path.stat().st_size > 0
     ('performance_dendrogram.png', True)
     """
-    plt = _plt()
+    plt = pyplot()
     from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
 
     from sigmap_lib.overlap._analysis import cluster
@@ -158,7 +158,7 @@ def dendrogram(matrix: OverlapMatrix, path: str | Path, *, title: str = "") -> P
     )
     ax.set_ylabel("1 − overlap (average linkage)")
     ax.set_title(title or f"{matrix.level} overlap: clustering")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def level_distributions(
@@ -184,7 +184,7 @@ def level_distributions(
     >>> level_distributions({"semantic": semantic, "performance": m}, "levels.png")
     PosixPath('levels.png')
     """
-    plt = _plt()
+    plt = pyplot()
     names, data = [], []
     for name, m in levels.items():
         v = m.off_diagonal() if isinstance(m, OverlapMatrix) else np.asarray(m, dtype=float).ravel()
@@ -208,7 +208,7 @@ def level_distributions(
     ax.set_ylabel("pairwise overlap (off-diagonal)")
     ax.legend(loc="lower right", fontsize=8)
     ax.set_title(title or "overlap values per level")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def correlation_histogram(
@@ -226,7 +226,7 @@ def correlation_histogram(
     >>> correlation_histogram(edges, counts, "correlations.png", title="unit-score correlations")
     PosixPath('correlations.png')
     """
-    plt = _plt()
+    plt = pyplot()
     edges = np.asarray(edges, dtype=float)
     counts = np.asarray(counts, dtype=float)
     if edges.ndim != 1 or counts.ndim != 1 or edges.size != counts.size + 1:
@@ -242,7 +242,7 @@ def correlation_histogram(
     ax.set_xlabel("correlation")
     ax.set_ylabel("units")
     ax.set_title(title)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def scatter_true_vs_pred(
@@ -266,7 +266,7 @@ def scatter_true_vs_pred(
     >>> scatter_true_vs_pred(true, pred, "reconstruction.png", title="arc")  # RMSE, rho in title
     PosixPath('reconstruction.png')
     """
-    plt = _plt()
+    plt = pyplot()
     from scipy.stats import spearmanr
 
     t = np.asarray(true, dtype=float).ravel()
@@ -289,4 +289,4 @@ def scatter_true_vs_pred(
     ax.set_title(
         (title + "\n" if title else "") + f"RMSE {rmse:.3g}, Spearman ρ {rho:.3f}, n={t.size}"
     )
-    return _save(fig, path)
+    return save_png(fig, path)

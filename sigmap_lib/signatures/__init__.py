@@ -1,7 +1,15 @@
-"""Benchmark signatures (METHODS Part I): stage-1 rank-correlation screening,
-stage-2 selection, and the two-stage extraction with its null calibration.
+"""Benchmark signatures (METHODS Part I): the calibrated max-T signatures (the default),
+the authors' Lasso, and the paper's two-stage screening + forward selection with its null
+calibration.
 """
 
+from ._calibration import (
+    Calibration,
+    MaxTPartial,
+    general_quality,
+    max_t_threshold,
+    merge_max_t,
+)
 from ._screening import ScreenResult, screen
 from ._selection import (
     SelectionResult,
@@ -10,11 +18,13 @@ from ._selection import (
 )
 from ._settings import SignatureSettings
 from ._signature import (
+    METHODS,
     NullCalibration,
     Signature,
     extract_signature,
     extract_signatures,
     gather_units,
+    resolve_method,
 )
 from ._statistics import (
     preselect_correlation,
@@ -27,22 +37,34 @@ from ._statistics import (
     thrush_max,
     unscreenable_reason,
 )
+from ._table import signature_table
 
 __all__ = [
+    "METHODS",
+    "Calibration",
+    "MaxTPartial",
     "NullCalibration",
+    "ScreenPartial",
     "ScreenResult",
     "SelectionResult",
     "Signature",
     "SignatureSettings",
+    "corpus_k",
     "criterion_value",
     "extract_signature",
     "extract_signatures",
     "forward_select",
     "gather_units",
+    "general_quality",
+    "max_t_threshold",
+    "merge_max_t",
     "preselect_correlation",
     "preselect_from_codes",
+    "resolve_method",
     "score_coefficients",
     "screen",
+    "screen_partial",
+    "signature_table",
     "split_screenable",
     "strength_of",
     "thrush_correlation",

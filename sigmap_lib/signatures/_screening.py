@@ -78,7 +78,7 @@ class ScreenResult:
         return float(self.strength[0]) if self.strength.size else float("nan")
 
 
-class _TopK:
+class RunningTopK:
     """Running top-K by (strength desc, index asc) with bounded memory (≤ 3K rows).
 
     Keeps, per candidate, the statistic and the (possibly subset-re-ranked) rank codes.
@@ -107,7 +107,7 @@ class _TopK:
 
     def _shrink(self) -> None:
         if self.idx.size > self.k:
-            keep = _select_topk(self.strength, self.idx, self.k)
+            keep = select_topk(self.strength, self.idx, self.k)
             self.idx, self.strength, self.stats = (
                 self.idx[keep],
                 self.strength[keep],
@@ -142,7 +142,7 @@ def _strength_floor(edges: np.ndarray, statistic: str, two_sided: bool) -> np.nd
     return floor
 
 
-def _select_topk(strength: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
+def select_topk(strength: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
     """Positions of the k largest strengths, ties broken by smaller index."""
     n = strength.size
     if k >= n:
@@ -155,7 +155,7 @@ def _select_topk(strength: np.ndarray, idx: np.ndarray, k: int) -> np.ndarray:
     return np.concatenate([above, tied])
 
 
-def _source_chunks(source: Any, chunk_units: int) -> tuple[int, int, Any, bool]:
+def source_chunks(source: Any, chunk_units: int) -> tuple[int, int, Any, bool]:
     """(n_units, n_models, iterator of (start, block), block_is_codes)."""
     if isinstance(source, RankStore):
         return source.n_units, source.n_models, source.iter_chunks(chunk_units), True
@@ -180,7 +180,7 @@ def _source_chunks(source: Any, chunk_units: int) -> tuple[int, int, Any, bool]:
     )
 
 
-def _raise_on_nan(block: np.ndarray, start: int, check: bool = False) -> None:
+def raise_on_nan(block: np.ndarray, start: int, check: bool = False) -> None:
     """Raise naming the first NaN of a value block (``check``: only if there is one)."""
     if block.dtype.kind != "f" or (check and not np.isnan(block.min())):
         return
@@ -250,7 +250,7 @@ def screen(
         raise SigmapInputError(f"statistic must be one of {STATISTICS}, got {statistic!r}")
     if chunk_units < 1:
         raise SigmapInputError(f"chunk_units must be >= 1, got {chunk_units}")
-    d, m, chunks, is_codes = _source_chunks(source, chunk_units)
+    d, m, chunks, is_codes = source_chunks(source, chunk_units)
     y, _ = as_scores(scores, m)
     nbm = y.shape[1]
     names = list(benchmark_names) if benchmark_names is not None else [f"#{b}" for b in range(nbm)]
@@ -270,7 +270,7 @@ def screen(
     lo, hi = (-1.0, 1.0) if statistic == "thrush" else (0.0, 1.0)
     edges = np.linspace(lo, hi, n_bins + 1)
     counts = np.zeros((nbm, n_bins), dtype=np.int64)
-    tops = [_TopK(kk) for _ in range(nbm)]
+    tops = [RunningTopK(kk) for _ in range(nbm)]
     groups = per_mask_groups(y)
     # a strict-subset group reads only its own columns: check the others for NaN here
     check_nan_here = not any(bool(mask.all()) for mask, _ in groups)
@@ -290,7 +290,7 @@ def screen(
         if block.shape[0] == 0:
             continue
         if check_nan_here and not is_codes:
-            _raise_on_nan(block, start, check=True)
+            raise_on_nan(block, start, check=True)
         for gi, (mask, cols) in enumerate(groups):
             full = bool(mask.all())
             # values are ranked inside the fused kernels; a strict subset of the models is
@@ -300,7 +300,7 @@ def screen(
             yg = y[np.ix_(mask, cols)]
             res = main_pass(x, yg, x_is_codes, (lo, hi, n_bins), True, bufs.setdefault(gi, {}))
             if res.n_nan:
-                _raise_on_nan(block, start)
+                raise_on_nan(block, start)
             stat = res.stat  # (n, len(cols))
             assert res.hist is not None
             counts[cols] += res.hist
@@ -328,7 +328,7 @@ def screen(
                     continue
                 st_sel = strength_of(stat[sel, j], statistic, two_sided)
                 if sel.size > kk:
-                    keep = _select_topk(st_sel, sel, kk)
+                    keep = select_topk(st_sel, sel, kk)
                     sel, st_sel = sel[keep], st_sel[keep]
                 # keep the candidates' rank codes (among the benchmark's models; produced
                 # by the Thrush pass on the way); the other statistic is computed once, for

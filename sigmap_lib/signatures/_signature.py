@@ -1,6 +1,18 @@
-"""Benchmark signatures: screening → forward selection, with honest calibration.
+"""Benchmark signatures: every method of METHODS.md §2–§3b behind one function.
 
-The two-stage procedure of METHODS.md §2–§3 as pure functions:
+:func:`extract_signatures` with ``method=``:
+
+* ``"calibrated"`` (the default, §3b): every unit whose partial rank correlation with the
+  scores given general quality ``ĝ`` beats a max-T permutation threshold (family-wise
+  error ``alpha`` over all ``d`` units), from the streamed rank codes alone (see
+  :mod:`sigmap_lib.signatures._calibration`); ``"calibrated-marginal"``: the same test on the
+  marginal Thrush correlation. An empty signature is a result, not an error.
+* ``"lasso"``: the authors' published code (§2b): Thrush tails, then a fixed-α Lasso
+  (:mod:`sigmap_lib.signatures._lasso`).
+* ``"aic" | "bic" | "ebic"``: the paper's text (§2–§3), the two-stage procedure below
+  (``criterion=`` selects these too, as before).
+
+The two-stage procedure of the paper's text as pure functions:
 
 1. :func:`sigmap_lib.signatures.screen` keeps the ``K`` strongest units per benchmark;
 2. :func:`gather_units` reads only those units' per-model values;
@@ -10,8 +22,8 @@ Stage-2 design matrix: each candidate unit's per-model **NLL** (nats), standardi
 models. Because a unit's bits-per-byte is its NLL times the constant ``1/(n_bytes·ln 2)``,
 standardizing makes NLL and bits-per-byte columns identical, so the choice is immaterial.
 
-Calibration (all in the SAME streaming screening pass as the real scores: extra score
-columns are screened alongside):
+Calibration of forward selection (all in the SAME streaming screening pass as the real
+scores: extra score columns are screened alongside):
 
 * **LOO R²** of the whole two-stage procedure: for each model ``i``, screen + select on the
   other ``m − 1`` models (the fold's score column has ``NaN`` at ``i``, so the screening
@@ -25,7 +37,9 @@ columns are screened alongside):
 * **Permutation null**: ``n_permutations`` copies of the scores permuted across the scored
   models are screened and selected like the real ones; the null distribution of the best
   screened strength and of the final criterion / R² is reported next to the real values
-  (``p = (1 + #{null ≥ real}) / (1 + P)``).
+  (``p = (1 + #{null ≥ real}) / (1 + P)``). The best screened strength under each
+  permutation is the maximum over ALL units, so the same permutations also give the
+  selected units their max-T calibration (:class:`Calibration`, the marginal test).
 """
 
 from __future__ import annotations
@@ -38,8 +52,24 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll._ranks import RankStore, check_model_arrays
+from sigmap_lib.signatures._calibration import (
+    CALIBRATED_METHODS,
+    Calibration,
+    adjusted_p_values,
+    calibrated_signatures,
+    calibration_from_null,
+)
+from sigmap_lib.signatures._lasso import lasso_signatures
 from sigmap_lib.signatures._screening import ScreenResult, screen
-from sigmap_lib.signatures._selection import SelectionResult, forward_select
+from sigmap_lib.signatures._selection import CRITERIA, SelectionResult, forward_select
+from sigmap_lib.signatures._statistics import (
+    as_scores,
+    check_benchmark,
+    strength_of,
+    thrush_correlation,
+)
+
+METHODS = ("calibrated", "calibrated-marginal", "lasso", "aic", "bic", "ebic")
 
 
 def gather_units(nll_arrays: Any, unit_indices: Any) -> np.ndarray:
@@ -140,54 +170,127 @@ class NullCalibration:
 
 @dataclass
 class Signature:
-    """A benchmark's signature and its calibration.
+    """A benchmark's signature and its calibration, whatever the method.
 
     Attributes
     ----------
     benchmark : str
     units : numpy.ndarray of int64, shape (k,)
-        Corpus unit indices in order of entry.
-    selection : SelectionResult
-        Stage-2 fit (columns = ``candidates``; ``units = candidates[selection.selected]``).
-    screen : ScreenResult
-    candidates : numpy.ndarray of int64, shape (K,)
+        Corpus unit indices in the method's order: strongest statistic first
+        (calibrated), largest ``|coef|`` first (lasso), order of entry (aic / bic / ebic).
+        Empty (``k = 0``) when nothing stands out: see :attr:`empty`.
     models_used : numpy.ndarray of bool, shape (n_models,)
+        Models with a score on this benchmark (the only ones used).
+    method : {"calibrated", "calibrated-marginal", "lasso", "aic", "bic", "ebic"}
+    coef : numpy.ndarray of float64, shape (k,)
+        aic / bic / ebic: OLS coefficients on the standardized scale (``selection.coef``);
+        lasso: Lasso coefficients on standardized NLL; calibrated: NaN (no model is fitted;
+        the statistics are ``calibration.values``).
+    calibration : Calibration or None
+        The max-T calibration. Calibrated methods: always (it defines the signature).
+        aic / bic / ebic / lasso: when ``n_permutations > 0``, the marginal max-T
+        calibration of their units (aic / bic / ebic: from the same permutations as
+        :attr:`null`, the maximum screening strength over all units; lasso: a
+        ``"calibrated-marginal"`` pass); else None.
+    selection : SelectionResult or None
+        Stage-2 fit of aic / bic / ebic (columns = ``candidates``;
+        ``units = candidates[selection.selected]``).
+    screen : ScreenResult or None
+        Stage-1 result of aic / bic / ebic.
+    candidates : numpy.ndarray of int64, shape (K,)
+        aic / bic / ebic: the screened units; lasso: the tail candidates (unit order);
+        calibrated: empty (every unit is tested).
     loo_r2 : float or None
     loo_predictions : numpy.ndarray (n_models,) or None
-        Held-out predictions (NaN for unscored models).
+        Held-out predictions (NaN for unscored models); aic / bic / ebic only.
     bootstrap_frequency : numpy.ndarray (k,) or None
     null : NullCalibration or None
+        Forward selection's permutation null (aic / bic / ebic with ``n_permutations``).
+    extra : dict
+        Method details (``extra["lasso"]``: candidates, usable columns, α, iterations).
+
+    Examples
+    --------
+    Pure noise: the calibrated default finds nothing above chance, and says so:
+
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import extract_signatures
+    >>> rng = np.random.default_rng(1)
+    >>> [sig] = extract_signatures(rng.standard_normal((300, 10)), rng.standard_normal(10))
+    >>> sig.method, sig.empty, sig.units.tolist(), sig.coef.tolist()
+    ('calibrated', True, [], [])
+    >>> s = sig.summary()
+    >>> s["empty"], s["calibration"]["n_permutations"], s["calibration"]["reason"][:20]
+    (True, 199, 'no unit above the ma')
     """
 
     benchmark: str
     units: np.ndarray
-    selection: SelectionResult
-    screen: ScreenResult
-    candidates: np.ndarray
     models_used: np.ndarray
+    method: str = "aic"
+    coef: np.ndarray | None = None
+    calibration: Calibration | None = None
+    selection: SelectionResult | None = None
+    screen: ScreenResult | None = None
+    candidates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     loo_r2: float | None = None
     loo_predictions: np.ndarray | None = None
     bootstrap_frequency: np.ndarray | None = None
     null: NullCalibration | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.units = np.asarray(self.units, dtype=np.int64).reshape(-1)
+        if self.coef is None:
+            self.coef = (
+                np.asarray(self.selection.coef, dtype=np.float64)
+                if self.selection is not None
+                else np.full(self.units.size, np.nan)
+            )
+        self.coef = np.asarray(self.coef, dtype=np.float64).reshape(-1)
+        if self.coef.size != self.units.size:
+            raise SigmapInputError(
+                f"signature {self.benchmark}: {self.coef.size} coefficients for "
+                f"{self.units.size} units"
+            )
+
+    @property
+    def empty(self) -> bool:
+        """No unit stands out ("no signature above chance at this m, d and α")."""
+        return self.units.size == 0
+
     def summary(self) -> dict[str, Any]:
-        """JSON-friendly summary."""
-        s = self.selection
+        """JSON-friendly summary (NaN written as ``None``).
+
+        Always: ``benchmark``, ``method``, ``empty``, ``units``, ``coef``, ``n_models``,
+        ``n_candidates``, ``loo_r2`` and ``calibration`` (:meth:`Calibration.summary`, or
+        None). aic / bic / ebic add ``criterion``, ``criterion_path``, ``rss_path``, ``r2``,
+        ``adj_r2``, ``best_strength`` and, when computed, ``bootstrap_frequency`` and
+        ``null``; lasso adds ``lasso``.
+        """
         out: dict[str, Any] = {
             "benchmark": self.benchmark,
+            "method": self.method,
+            "empty": self.empty,
             "units": self.units.tolist(),
-            "coef": s.coef.tolist(),
-            "criterion": s.criterion,
-            "criterion_path": s.criterion_path.tolist(),
-            "rss_path": s.rss_path.tolist(),
-            "r2": s.r2,
-            "adj_r2": s.adj_r2,
-            "n_candidates": int(self.candidates.size),
+            "coef": [float(c) if np.isfinite(c) else None for c in self.coef.tolist()],
             "n_models": int(self.models_used.sum()),
-            "best_strength": self.screen.best,
+            "n_candidates": int(self.candidates.size),
             "loo_r2": self.loo_r2,
+            "calibration": None if self.calibration is None else self.calibration.summary(),
         }
+        s = self.selection
+        if s is not None:
+            out |= {
+                "criterion": s.criterion,
+                "criterion_path": s.criterion_path.tolist(),
+                "rss_path": s.rss_path.tolist(),
+                "r2": s.r2,
+                "adj_r2": s.adj_r2,
+                "best_strength": self.screen.best if self.screen is not None else None,
+            }
+        if "lasso" in self.extra:
+            out["lasso"] = dict(self.extra["lasso"])
         if self.bootstrap_frequency is not None:
             out["bootstrap_frequency"] = self.bootstrap_frequency.tolist()
         if self.null is not None:
@@ -211,80 +314,28 @@ def _select_on(
     return forward_select(values[models], y[models], criterion, gamma=gamma, **kw)
 
 
-def extract_signatures(
+def _selection_signatures(
     source: Any,
-    scores: Any,
+    y_all: np.ndarray,
     *,
-    nll_arrays: Any = None,
-    benchmark_names: Sequence[str] | None = None,
-    q: float = 0.01,
-    k: int | None = None,
-    statistic: str = "thrush",
-    two_sided: bool = True,
-    criterion: str = "aic",
-    gamma: float = 0.5,
-    max_features: int | None = None,
-    loo: bool = False,
-    n_bootstrap: int = 0,
-    n_permutations: int = 0,
-    seed: int = 0,
-    chunk_units: int = 1 << 20,
+    names: list[str],
+    nll_arrays: Any,
+    q: float,
+    k: int | None,
+    statistic: str,
+    two_sided: bool,
+    criterion: str,
+    gamma: float,
+    max_features: int | None,
+    loo: bool,
+    n_bootstrap: int,
+    n_permutations: int,
+    alpha: float,
+    seed: int,
+    chunk_units: int,
 ) -> list[Signature]:
-    """Signatures of several benchmarks with ONE streaming screening pass.
-
-    Parameters
-    ----------
-    source : RankStore | (n_units, n_models) array | sequence of per-model arrays
-        What :func:`sigmap_lib.signatures.screen` reads.
-    scores : array_like, shape (n_models,) or (n_models, B)
-        NaN = unscored (that model is left out of the benchmark's both stages).
-    nll_arrays : per-model arrays for stage 2 (required with a RankStore source; defaults
-        to ``source`` otherwise).
-    q, k, statistic, two_sided : screening options (per benchmark ``K`` candidates).
-    criterion, gamma, max_features : stage-2 options (EBIC uses ``p = K``).
-    loo : bool
-        Leave-one-model-out R² of the whole procedure (adds ``m`` screening columns per
-        benchmark to the pass; each needs its own re-ranking, so the pass costs ~m× more).
-    n_bootstrap : int
-        Stage-2 bootstrap resamples of models for selection frequencies.
-    n_permutations : int
-        Permutation-null replicates (screened in the same pass).
-    seed : int
-
-    Returns
-    -------
-    list[Signature], one per score column.
-
-    Examples
-    --------
-    300 units by 12 models with units 5 and 120 planted; the second benchmark is the
-    reverse of the first and has no score for model 0:
-
-    >>> import numpy as np
-    >>> from sigmap_lib.signatures import extract_signatures
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.standard_normal(12)
-    >>> values = rng.standard_normal((300, 12))  # (n_units, n_models)
-    >>> values[[5, 120]] = -a + 0.1 * rng.standard_normal((2, 12))
-    >>> scores = np.column_stack([a, -a])  # (n_models, B)
-    >>> scores[0, 1] = np.nan
-    >>> sigs = extract_signatures(
-    ...     values, scores, benchmark_names=["up", "down"], k=10, criterion="bic", loo=True
-    ... )
-    >>> [(s.benchmark, s.units.tolist(), int(s.models_used.sum())) for s in sigs]
-    [('up', [5, 120, 21], 12), ('down', [5, 120, 21], 11)]
-    >>> [round(s.loo_r2, 3) for s in sigs]
-    [0.961, 0.919]
-    """
-    y_all = np.asarray(scores, dtype=np.float64)
-    if y_all.ndim == 1:
-        y_all = y_all[:, None]
-    if y_all.ndim != 2:
-        raise SigmapInputError(f"scores must be (n_models,) or (n_models, B), got {y_all.shape}")
+    """The paper's text (aic / bic / ebic): one screening pass, then forward selection."""
     m, nb = y_all.shape
-    names = list(benchmark_names) if benchmark_names is not None else [f"#{b}" for b in range(nb)]
-    if len(names) != nb:
-        raise SigmapInputError(f"{len(names)} benchmark names for {nb} score columns")
     values_src = _values_source(source, nll_arrays)
     rng = np.random.default_rng(seed)
 
@@ -338,6 +389,7 @@ def extract_signatures(
         sig = Signature(
             benchmark=names[b],
             units=res.indices[sel.selected],
+            method=criterion,
             selection=sel,
             screen=res,
             candidates=res.indices,
@@ -401,6 +453,301 @@ def extract_signatures(
                 p_criterion=float((1 + (crit_a <= real_c).sum()) / (1 + n_p)),
                 p_r2=float((1 + (r2_a >= sel.r2).sum()) / (1 + n_p)),
             )
+            # the best screened strength is the maximum over ALL units: a max-T null
+            sig.calibration = calibration_from_null(
+                units=sig.units,
+                values=(res.thrush if statistic == "thrush" else res.preselect)[sel.selected],
+                strength=res.strength[sel.selected],
+                null_max=best_a,
+                observed_max=res.best,
+                alpha=alpha,
+                statistic=statistic,
+                two_sided=two_sided,
+                n_models=int(models.sum()),
+                n_units=res.n_units,
+            )
+        out.append(sig)
+    return out
+
+
+def resolve_method(method: str | None, criterion: str | None) -> str:
+    """The signature method named by ``method=`` and its alias ``criterion=``.
+
+    ``criterion`` (``"aic" | "bic" | "ebic"``, the argument of earlier versions) selects
+    that forward-selection method when ``method`` is not given; neither given means
+    ``"calibrated"``; both given must agree.
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import resolve_method
+    >>> resolve_method(None, None), resolve_method(None, "bic"), resolve_method("lasso", None)
+    ('calibrated', 'bic', 'lasso')
+    >>> resolve_method("calibrated", "aic")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: method='calibrated' and criterion='aic' disagree: criterion= only selects the forward-selection methods ('aic', 'bic', 'ebic'); pass one of them
+    """
+    if criterion is not None and criterion not in CRITERIA:
+        raise SigmapInputError(f"criterion must be one of {CRITERIA}, got {criterion!r}")
+    if method is None:
+        return criterion if criterion is not None else "calibrated"
+    if method not in METHODS:
+        raise SigmapInputError(f"method must be one of {METHODS}, got {method!r}")
+    if criterion is not None and criterion != method:
+        raise SigmapInputError(
+            f"method={method!r} and criterion={criterion!r} disagree: criterion= only selects "
+            f"the forward-selection methods {CRITERIA}; pass one of them"
+        )
+    return method
+
+
+def _recalibrated(cal: Calibration, units: np.ndarray, values: np.ndarray) -> Calibration:
+    """``cal``'s null and threshold evaluated at other units with signed ``values``."""
+    from dataclasses import replace
+
+    strength = strength_of(values, "thrush", cal.two_sided)
+    return replace(
+        cal,
+        units=np.asarray(units, dtype=np.int64),
+        values=np.asarray(values, dtype=np.float64),
+        adjusted_p=adjusted_p_values(np.sort(cal.null_max), strength),
+        reason=None if len(units) else "the Lasso kept no unit",
+    )
+
+
+def extract_signatures(
+    source: Any,
+    scores: Any,
+    *,
+    method: str | None = None,
+    nll_arrays: Any = None,
+    benchmark_names: Sequence[str] | None = None,
+    n_permutations: int | None = None,
+    alpha: float = 0.05,
+    shared_null: bool = False,
+    two_sided: bool = True,
+    buffer_units: int = 1024,
+    q: float = 0.01,
+    k: int | None = None,
+    statistic: str = "thrush",
+    criterion: str | None = None,
+    gamma: float = 0.5,
+    max_features: int | None = None,
+    loo: bool = False,
+    n_bootstrap: int = 0,
+    tail_fraction: float = 1e-6,
+    ranking: str = "average",
+    lasso_alpha: float = 0.01,
+    seed: int = 0,
+    chunk_units: int = 1 << 20,
+) -> list[Signature]:
+    """Signatures of several benchmarks, each in ONE streaming pass over all units.
+
+    Parameters
+    ----------
+    source : RankStore | (n_units, n_models) array | sequence of per-model arrays
+        What :func:`sigmap_lib.signatures.screen` reads.
+    scores : array_like, shape (n_models,) or (n_models, B)
+        Higher = better; NaN = unscored (that model is left out of the benchmark; the
+        benchmarks scored by the same models share their ranks, ``ĝ`` and passes).
+    method : {"calibrated", "calibrated-marginal", "lasso", "aic", "bic", "ebic"}, optional
+        ``"calibrated"`` (default; METHODS §3b): the max-T test of the partial rank
+        correlation given general quality; ``"calibrated-marginal"``: the same on the
+        Thrush correlation; ``"lasso"``: the authors' code (§2b); ``"aic" | "bic" |
+        "ebic"``: the paper's text (§3), screening then forward selection.
+    nll_arrays : per-model arrays for the fits of lasso / aic / bic / ebic (required with
+        a RankStore source; defaults to ``source`` otherwise). The calibrated methods need
+        only the ranks.
+    benchmark_names : sequence of str, optional
+    n_permutations : int, optional
+        ``P``. Calibrated methods: the max-T permutations (default 199; 999 for reported
+        p-values). aic / bic / ebic: forward selection's permutation null (default 0),
+        which also gives the selected units their max-T :class:`Calibration`; lasso: when
+        ``> 0``, a ``"calibrated-marginal"`` pass calibrates the Lasso's units.
+    alpha : float
+        Family-wise error level of the max-T threshold.
+    shared_null : bool
+        One set of permutation columns per set of scored models (``B + P`` columns instead
+        of ``B·(P + 1)``; exact for untied scores, approximate for tied ones).
+    two_sided : bool
+        Calibrated: test ``|statistic|`` (default) or the signed statistic (positive =
+        better models less perplexed); aic / bic / ebic: the screening's sidedness; lasso:
+        ignored (both tails by construction).
+    buffer_units : int
+        Calibrated: units kept per benchmark in the running top-K; the result does not
+        depend on it (when more units pass the threshold, a second pass collects them).
+    q, k, statistic : screening options of aic / bic / ebic (``K`` candidates per benchmark,
+        the statistic ``"thrush" | "preselect"``). The calibrated methods and the Lasso
+        test every unit with their own statistic (``statistic`` must be ``"thrush"``).
+    criterion : {"aic", "bic", "ebic"}, optional
+        Alias of ``method`` for the forward-selection methods (earlier versions' argument).
+    gamma, max_features : forward-selection options (EBIC uses ``p = K``).
+    loo : bool
+        aic / bic / ebic: leave-one-model-out R² of the whole procedure (adds ``m``
+        screening columns per benchmark to the pass; each needs its own re-ranking).
+    n_bootstrap : int
+        aic / bic / ebic: stage-2 bootstrap resamples of models for selection frequencies.
+    tail_fraction, ranking, lasso_alpha : the Lasso's candidate tails (fraction of units per
+        tail), tie rule of its Thrush score (``"average"`` or the authors' ``"first"``) and
+        penalty (acts on the scores in the units given).
+    seed : int
+        Seed of every random draw (permutations, bootstrap).
+    chunk_units : int
+        Units read at a time.
+
+    Returns
+    -------
+    list[Signature], one per score column.
+
+    Examples
+    --------
+    400 units by 16 models; units 5 and 120 are planted to track the first benchmark,
+    the second benchmark is noise. The calibrated default finds exactly the planted units
+    for the first and, rightly, nothing for the second:
+
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import extract_signatures
+    >>> rng = np.random.default_rng(0)
+    >>> a = rng.standard_normal(16)
+    >>> values = rng.standard_normal((400, 16))  # (n_units, n_models)
+    >>> values[[5, 120]] = -a + 0.1 * rng.standard_normal((2, 16))
+    >>> scores = np.column_stack([a, rng.standard_normal(16)])  # (n_models, B)
+    >>> sigs = extract_signatures(values, scores, benchmark_names=["real", "noise"])
+    >>> [(s.benchmark, s.method, s.units.tolist(), s.empty) for s in sigs]
+    [('real', 'calibrated', [5, 120], False), ('noise', 'calibrated', [], True)]
+    >>> sigs[0].calibration.adjusted_p.tolist()  # (1 + #{T* >= |stat|}) / (P + 1)
+    [0.005, 0.005]
+
+    The paper's forward selection (``criterion=`` as before), with the leave-one-model-out
+    R² of the whole procedure; the second benchmark has no score for model 0:
+
+    >>> scores = np.column_stack([a, -a])
+    >>> scores[0, 1] = np.nan
+    >>> sigs = extract_signatures(
+    ...     values, scores, benchmark_names=["up", "down"], k=10, criterion="bic", loo=True
+    ... )
+    >>> [(s.benchmark, s.method, s.units.tolist(), int(s.models_used.sum())) for s in sigs]
+    [('up', 'bic', [120, 5, 39], 16), ('down', 'bic', [120, 5, 39], 15)]
+    """
+    meth = resolve_method(method, criterion)
+    y_all, _ = as_scores(scores)
+    nb = y_all.shape[1]
+    names = list(benchmark_names) if benchmark_names is not None else [f"#{b}" for b in range(nb)]
+    if len(names) != nb:
+        raise SigmapInputError(f"{len(names)} benchmark names for {nb} score columns")
+    p = int(
+        n_permutations if n_permutations is not None else (199 if meth in CALIBRATED_METHODS else 0)
+    )
+    if p < 0:
+        raise SigmapInputError(f"n_permutations must be >= 0, got {p}")
+    if not 0.0 < alpha < 1.0:
+        raise SigmapInputError(f"alpha must be in (0, 1), got {alpha}")
+    if meth in CRITERIA:
+        return _selection_signatures(
+            source,
+            y_all,
+            names=names,
+            nll_arrays=nll_arrays,
+            q=q,
+            k=k,
+            statistic=statistic,
+            two_sided=two_sided,
+            criterion=meth,
+            gamma=gamma,
+            max_features=max_features,
+            loo=loo,
+            n_bootstrap=n_bootstrap,
+            n_permutations=p,
+            alpha=alpha,
+            seed=seed,
+            chunk_units=chunk_units,
+        )
+    unsupported = {
+        "loo": loo,
+        "n_bootstrap": n_bootstrap,
+        "max_features": max_features is not None,
+        "statistic='preselect'": statistic != "thrush",
+    }
+    bad = [name for name, on in unsupported.items() if on]
+    if bad:
+        raise SigmapInputError(
+            f"method={meth!r} does not take {', '.join(bad)} (forward selection's options: "
+            f"use method='aic' | 'bic' | 'ebic')"
+        )
+    for b in range(nb):
+        check_benchmark(y_all[:, b], names[b])
+    if meth in CALIBRATED_METHODS:
+        found = calibrated_signatures(
+            source,
+            y_all,
+            method=meth,
+            n_permutations=p,
+            alpha=alpha,
+            shared_null=shared_null,
+            two_sided=two_sided,
+            seed=seed,
+            buffer_units=buffer_units,
+            chunk_units=chunk_units,
+        )
+        return [
+            Signature(
+                benchmark=names[b],
+                units=r.units,
+                models_used=r.models_used,
+                method=meth,
+                calibration=r.calibration,
+                extra=r.extra,
+            )
+            for b, r in enumerate(found)
+        ]
+    # the authors' Lasso
+    values_src = _values_source(source, nll_arrays)
+    fits = lasso_signatures(
+        source,
+        y_all,
+        lambda units: gather_units(values_src, units),
+        tail_fraction=tail_fraction,
+        ranking=ranking,
+        lasso_alpha=lasso_alpha,
+        chunk_units=chunk_units,
+        names=names,
+    )
+    cals = (
+        calibrated_signatures(
+            source,
+            y_all,
+            method="calibrated-marginal",
+            n_permutations=p,
+            alpha=alpha,
+            shared_null=shared_null,
+            two_sided=True,
+            seed=seed,
+            buffer_units=buffer_units,
+            chunk_units=chunk_units,
+        )
+        if p
+        else None
+    )
+    out = []
+    for b, fit in enumerate(fits):
+        sig = Signature(
+            benchmark=names[b],
+            units=fit.units,
+            models_used=fit.models_used,
+            method="lasso",
+            coef=fit.coef,
+            candidates=fit.candidates,
+            extra={"lasso": fit.extra},
+        )
+        if cals is not None:
+            models = fit.models_used
+            vals = gather_units(values_src, fit.units)[models].T  # (k, m_b)
+            stat = (
+                thrush_correlation(vals, y_all[models, b])
+                if fit.units.size
+                else np.zeros(0, dtype=np.float64)
+            )
+            sig.calibration = _recalibrated(cals[b].calibration, fit.units, stat)
         out.append(sig)
     return out
 

@@ -161,7 +161,7 @@ def kernels() -> Any:
     return kernels_module
 
 
-def _rankable(x: np.ndarray) -> np.ndarray:
+def rankable(x: np.ndarray) -> np.ndarray:
     """Values the kernels compare exactly as they are (float32/64, integer codes)."""
     if x.dtype in (np.float32, np.float64) or x.dtype in EXACT_INT_DTYPES:
         return x
@@ -294,7 +294,7 @@ def thrush_pass(
     nan = np.zeros(hist.shape[0], dtype=np.int64)
     codes = _buffer(buffers, "codes", (n if want_codes else 0, m), np.uint8)
     k.rank_thrush(
-        _rankable(x), cn, np.ascontiguousarray(den), stat, k.BLOCK_UNITS, lo, hi, hist, nan, codes
+        rankable(x), cn, np.ascontiguousarray(den), stat, k.BLOCK_UNITS, lo, hi, hist, nan, codes
     )
     n_nan = int(nan.sum())
     return _Pass(
@@ -326,7 +326,7 @@ def preselect_pass(
     lo, hi, n_bins = edges if edges is not None else (0.0, 1.0, 0)
     hist = _hist_buffer(nbm, n_bins)
     nan = np.zeros(hist.shape[0], dtype=np.int64)
-    k.pair_sign_sum(_rankable(x), ys, z, stat, k.BLOCK_UNITS, lo, hi, hist, nan)
+    k.pair_sign_sum(rankable(x), ys, z, stat, k.BLOCK_UNITS, lo, hi, hist, nan)
     return _Pass(stat, _finish_hist(stat, edges, hist), int(nan.sum()), None)
 
 

@@ -34,7 +34,7 @@ ORDER = [
     "overlap_report",
 ]
 FAST = {
-    "signatures": {"n_bootstrap": 0, "n_permutations": 0, "loo": False},
+    "signatures": {"method": "aic", "n_bootstrap": 0, "n_permutations": 0, "loo": False},
     "signature_overlap": {"n_permutations": 2, "n_bootstrap": 20},
     "overlap_report": {"n_model_subsets": 1, "robustness": False, "alignment": False},
 }

@@ -32,6 +32,10 @@ def save_matrix(storage: SigmapStorage, name: str, matrix, extra_arrays: dict | 
         arrays["n_common"] = matrix.n_common
     for k, v in (extra_arrays or {}).items():
         arrays[k] = np.asarray(v)
+    no_sig = (matrix.extra or {}).get("no_signature") or {}
+    if no_sig:  # benchmarks without a signature and why (NaN rows)
+        arrays["no_signature_labels"] = np.array(list(no_sig), dtype=str)
+        arrays["no_signature_reasons"] = np.array(list(no_sig.values()), dtype=str)
     npz = storage.layout.overlap_arrays(name)
     with atomic_file(npz, suffix=".tmp.npz") as tmp:
         np.savez(tmp, **arrays)
@@ -48,6 +52,10 @@ def load_matrix(storage: SigmapStorage, name: str):
     if "n_common" in npz:
         m.n_common = npz["n_common"]
     m.extra.update({k: npz[k] for k in npz.files if k not in ("values", "labels", "n_common")})
+    if "no_signature_labels" in npz:
+        m.extra["no_signature"] = dict(
+            zip(npz["no_signature_labels"].tolist(), npz["no_signature_reasons"].tolist())
+        )
     return m
 
 
@@ -179,8 +187,10 @@ class SignatureInputs:
     """Benchmark key -> signature unit indices (current, screenable benchmarks only)."""
     settings: Any
     """The :class:`SignatureSettings` the signatures were extracted with (or None)."""
-    fallback: list
-    """Benchmarks with an empty signature, represented by their best screened unit."""
+    no_signature: dict
+    """Benchmark -> why its signature is empty ("no signature above chance at m, d, α")."""
+    options: dict
+    """extract_signatures' precision options of the stored signatures (permutations)."""
     ranks: Any
     corpus: Any
     scores: np.ndarray
@@ -199,7 +209,7 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]) -> SignatureInputs
     from sigmap_lib.signatures import SignatureSettings
 
     info = current_ranks(storage)
-    sigs, settings, fallback = {}, None, []
+    sigs, settings, no_sig, options = {}, None, {}, {}
     for k in keys:
         p = storage.layout.signature_units(k)
         if not p.exists():
@@ -210,18 +220,19 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]) -> SignatureInputs
             continue  # stale (built on another model set) or not screenable
         if "settings" not in summary:
             continue  # stored by an older sigmap: re-materialize signatures
+        sigs[k] = units  # an empty signature is kept: its pairs are NaN
         if units.size == 0:
-            cands = pl.read_parquet(storage.layout.screening_candidates(k))["unit"].to_numpy()
-            units = cands[:1]
-            fallback.append(k)
-        if units.size:
-            sigs[k] = units
-            settings = settings or SignatureSettings.from_dict(summary["settings"])
+            cal = summary.get("calibration") or {}
+            no_sig[k] = cal.get("reason") or f"empty signature ({summary.get('method', 'aic')})"
+        settings = settings or SignatureSettings.from_dict(summary["settings"])
+        if settings.resolved_method.startswith("calibrated") and summary.get("calibration"):
+            options = {"n_permutations": summary["calibration"]["n_permutations"]}
     return SignatureInputs(
         info=info,
         signatures=sigs,
         settings=settings,
-        fallback=fallback,
+        no_signature=no_sig,
+        options=options,
         ranks=RankStore.open(info["path"]),
         corpus=open_corpus(storage),
         scores=score_matrix(storage, info["models"], list(sigs)),
@@ -260,15 +271,16 @@ def signature_overlap(
             nll_arrays=arrays,
             benchmark_names=bench,
             **inputs.settings.extract_kwargs(),
+            **inputs.options,
         )
-        return {s.benchmark: (s.units if s.units.size else s.candidates[:1]) for s in out}
+        return {s.benchmark: s.units for s in out}  # empty ones give NaN pairs, no fallback
 
     kw = dict(
         nll=read, unit_nbytes=corpus.unit_nbytes, bpb_mean=ranks.bpb_mean, bpb_sd=ranks.bpb_sd
     )
     from sigmap_lib.overlap import signature_overlap as sig_overlap
 
-    observed = sig_overlap(sigs, **kw)
+    observed = sig_overlap(sigs, **kw, no_signature=inputs.no_signature)
     with_null = signature_overlap_null(
         extract,
         inputs.scores,
@@ -277,14 +289,24 @@ def signature_overlap(
         observed=observed,
         **kw,
     )
-    ci = bootstrap_ci(observed, n_boot=config.n_bootstrap, seed=config.seed)
     extras = {
         "p_value": with_null.extra["p_value"],
         "null_mean": with_null.extra["null_mean"],
-        "ci_low": ci.extra.get("low", ci.extra.get("ci_low")),
-        "ci_high": ci.extra.get("high", ci.extra.get("ci_high")),
         "model_scores": observed.extra["model_scores"],
     }
+    with_sig = [b for b in bench if b not in inputs.no_signature]
+    if len(with_sig) >= 2:  # intervals of the pairs that have an overlap
+        idx = [bench.index(b) for b in with_sig]
+        ci = bootstrap_ci(
+            observed.extra["model_scores"][:, idx],
+            labels=with_sig,
+            n_boot=config.n_bootstrap,
+            seed=config.seed,
+        )
+        for name, key in (("ci_low", "low"), ("ci_high", "high")):
+            full = np.full((len(bench), len(bench)), np.nan)
+            full[np.ix_(idx, idx)] = ci.extra.get(key, ci.extra.get(name))
+            extras[name] = full
     save_matrix(storage, "signature", observed, {k: v for k, v in extras.items() if v is not None})
     iu = np.triu_indices(len(bench), 1)
     pairs = [
@@ -301,7 +323,7 @@ def signature_overlap(
     return dg.MaterializeResult(
         metadata={
             "models": len(inputs.info["models"]),
-            "fallback_to_best_screened_unit": dg.MetadataValue.json(inputs.fallback),
+            "no_signature": dg.MetadataValue.json(inputs.no_signature),
             "pairs": dg.MetadataValue.md(md_table(pairs, max_rows=40)),
             **matrix_metadata(
                 storage, observed, "signature", "Signature overlap (Spearman across models)"
@@ -334,7 +356,12 @@ def overlap_report(
     """Tests per level (family/format Mann–Whitney, function matrices, spread, clustering),
     heatmaps and dendrograms, robustness variants, signature–content alignment and the
     world's truth-based findings — as a self-contained HTML report and UI metadata."""
-    from sigmap_lib.reporting import build_overlap_report, render_html_report, truth_sections
+    from sigmap_lib.reporting import (
+        build_overlap_report,
+        render_html_report,
+        signature_sections,
+        truth_sections,
+    )
 
     catalog = catalog_table(storage)
     meta = {
@@ -361,7 +388,9 @@ def overlap_report(
             unit_nbytes=corpus.unit_nbytes,
             bpb_mean=ranks.bpb_mean,
             bpb_sd=ranks.bpb_sd,
-            extract_kwargs=inputs.settings.extract_kwargs(),
+            extract_kwargs=inputs.settings.extract_kwargs() | inputs.options,
+            methods=("calibrated", "aic", "lasso"),
+            main_signatures=sigs,
             corpus_split=half if half > 0 else None,
             n_model_subsets=config.n_model_subsets,
             seed=config.seed,
@@ -372,6 +401,7 @@ def overlap_report(
         contexts = {
             k: ["".join(corpus.context(int(u), n_left=20)) for u in units]
             for k, units in sigs.items()
+            if len(units)
         }
         questions = {k: v for k, v in load_questions(storage, list(sigs)).items()}
         contexts = {k: v for k, v in contexts.items() if k in questions}
@@ -382,6 +412,13 @@ def overlap_report(
                 functions={k: meta[k]["function"] for k in contexts},
                 cache_dir=str(storage.layout.embeddings_dir()),
             )
+    import polars as pl
+
+    sig_sections = signature_sections(
+        {k: read_json(storage.layout.signature_summary(k)) for k in sigs},
+        {k: pl.read_parquet(storage.layout.signature_units(k)).to_dicts() for k in sigs},
+        storage.layout.plots_dir(),
+    )
     extra, truth_summary = truth_sections(
         world.root(),
         sigs,
@@ -395,10 +432,10 @@ def overlap_report(
         storage.layout.plots_dir(),
         robustness=robustness,
         alignment=alignment,
-        extra_sections=extra,
+        extra_sections=sig_sections + extra,
     )
     summary.update(truth_summary)
-    summary["signature_fallbacks"] = inputs.fallback
+    summary["no_signature"] = inputs.no_signature
     html = render_html_report(
         sections,
         storage.layout.report("overlap_report.html"),

@@ -178,6 +178,8 @@ UNIT_SCHEMA = {
     "unit": pl.Int64,
     "text": pl.String,
     "left_context": pl.String,
+    "statistic": pl.Float64,
+    "adjusted_p": pl.Float64,
     "coef": pl.Float64,
     "bootstrap_freq": pl.Float64,
     "doc": pl.Int64,
@@ -185,16 +187,24 @@ UNIT_SCHEMA = {
 
 
 class SignatureConfig(dg.Config):
-    criterion: str = "aic"
-    """aic | bic | ebic (extended BIC, Chen & Chen 2008)."""
+    method: str = "calibrated"
+    """calibrated (default; the max-T test of the partial rank correlation given general
+    quality, METHODS §3b) | calibrated-marginal (the same on the Thrush correlation) | lasso
+    (the authors' published code, §2b) | aic | bic | ebic (the paper's text, §3)."""
+    permutations: int = 199
+    """Max-T permutations of the calibrated methods (999 for reported p-values)."""
+    alpha: float = 0.05
+    """Family-wise error level of the calibrated signatures."""
+    shared_null: bool = True
+    """One set of permuted score columns for all benchmarks scored by the same models."""
     gamma: float = 0.5
     """EBIC's γ."""
     loo: bool = True
-    """Leave-one-model-out R² of the whole two-stage procedure."""
+    """Leave-one-model-out R² of the whole two-stage procedure (aic / bic / ebic)."""
     n_bootstrap: int = 50
-    """Bootstrap resamples of models for per-unit selection frequencies."""
+    """Bootstrap resamples of models for per-unit selection frequencies (aic / bic / ebic)."""
     n_permutations: int = 19
-    """Permutation-null replicates (scores shuffled across models)."""
+    """Forward selection's permutation null (aic / bic / ebic)."""
     context_units: int = 20
     seed: int = 0
 
@@ -205,6 +215,21 @@ def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
 
     corpus = open_corpus(storage)
     return [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)).array for k in model_keys]
+
+
+def extract_options(config: SignatureConfig, settings) -> dict:
+    """extract_signatures' arguments beyond the saved settings: the precision and extras of
+    each method family (permutations, LOO R², bootstrap)."""
+    if settings.resolved_method.startswith("calibrated"):
+        return {"n_permutations": config.permutations, "seed": config.seed}
+    if settings.resolved_method == "lasso":
+        return {"seed": config.seed}
+    return {
+        "loo": config.loo,
+        "n_bootstrap": config.n_bootstrap,
+        "n_permutations": config.n_permutations,
+        "seed": config.seed,
+    }
 
 
 @dg.asset(
@@ -218,16 +243,15 @@ def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
 def signatures(
     context: dg.AssetExecutionContext, config: SignatureConfig, storage: SigmapStorage
 ) -> dg.MaterializeResult:
-    """Stage 2: forward selection (AIC by default) among each benchmark's screened candidates.
-
-    Stores the signature units with their text and left context, coefficients, criterion
-    path, R², adjusted R², leave-one-model-out R² of the whole two-stage procedure,
-    bootstrap selection frequencies and the permutation null (how far the signature
-    stands above chance at this m and d)."""
-    import polars as pl
-
+    """Each benchmark's signature, by default the calibrated max-T test over all corpus units
+    (the units whose partial rank correlation with the scores, given general model quality,
+    exceeds the permutation null's 95 % quantile of the maximum; family-wise error ≤ α). An
+    empty signature is a result: nothing stands above chance at this m, d and α. Stores the
+    units with their text and left context, statistic and adjusted p-value, and the
+    calibration (threshold, null sample); the paper's modes (aic / bic / ebic, lasso) are
+    the `method` option."""
     from sigmap_lib.nll import RankStore
-    from sigmap_lib.signatures import SignatureSettings, extract_signatures
+    from sigmap_lib.signatures import SignatureSettings, extract_signatures, signature_table
 
     keys = list(context.partition_keys)
     info = current_ranks(storage)
@@ -255,90 +279,79 @@ def signatures(
         k=first["k"],
         statistic=first["statistic"],
         two_sided=first["two_sided"],
-        criterion=config.criterion,
+        criterion=config.method if config.method in ("aic", "bic", "ebic") else "aic",
         gamma=config.gamma,
+        method=config.method,
+        alpha=config.alpha,
+        shared_null=config.shared_null,
     )
-    y = score_matrix(storage, info["models"], keys)
     sigs = extract_signatures(
         RankStore.open(info["path"]),
-        y,
+        score_matrix(storage, info["models"], keys),
         nll_arrays=open_nll_arrays(storage, info["models"]),
         benchmark_names=keys,
         **settings.extract_kwargs(),
-        loo=config.loo,
-        n_bootstrap=config.n_bootstrap,
-        n_permutations=config.n_permutations,
-        seed=config.seed,
+        **extract_options(config, settings),
     )
     corpus = open_corpus(storage)
     rows, tables = [], []
     for key, sig in zip(keys, sigs):
-        sel = sig.selection
-        units = []
-        for order, (u, c) in enumerate(zip(sig.units.tolist(), sel.coef.tolist()), 1):
-            left, text = corpus.context(int(u), n_left=config.context_units)
-            units.append(
-                {
-                    "order": order,
-                    "unit": int(u),
-                    "text": text,
-                    "left_context": left,
-                    "coef": float(c),
-                    "bootstrap_freq": float(sig.bootstrap_frequency[order - 1])
-                    if sig.bootstrap_frequency is not None
-                    else None,
-                    "doc": int(corpus.unit_doc[int(u)]),
-                }
-            )
-        out = storage.layout.signature_dir(key)
-        write_parquet(
-            pl.DataFrame(units, schema=UNIT_SCHEMA) if units else pl.DataFrame(schema=UNIT_SCHEMA),
-            out / "units.parquet",
-        )
+        units = signature_table(sig, corpus, n_left=config.context_units)
+        write_parquet(pl.DataFrame(units, schema=UNIT_SCHEMA), storage.layout.signature_units(key))
         summary = sig.summary() | {
             "ranks_dir": info["dir"],
             "models": info["models"],
             "config": config.model_dump(),
             "settings": settings.to_dict(),
         }
-        write_json(summary, out / "summary.json")
-        null = summary.get("null", {})
-        rows.append(
-            {
-                "benchmark": key,
-                "units": sel.k,
-                "R²": sel.r2,
-                "adj R²": sel.adj_r2,
-                "LOO R²": sig.loo_r2,
-                "best |corr|": sig.screen.best,
-                "null best (median)": null.get("null_best_strength_median"),
-                "p (best)": null.get("p_best_strength"),
-                "p (R²)": null.get("p_r2"),
-            }
-        )
-        tables.append(
-            f"### {key}\n\n"
-            + md_table(
-                [
-                    {
-                        "#": u["order"],
-                        "unit": repr(u["text"]),
-                        "left context": "…" + u["left_context"][-60:],
-                        "coef": u["coef"],
-                        "boot freq": u["bootstrap_freq"],
-                    }
-                    for u in units
-                ],
-                max_rows=15,
-            )
-        )
+        write_json(summary, storage.layout.signature_summary(key))
+        rows.append(signature_row(key, sig, summary))
+        tables.append(signature_md(key, sig, units))
     return dg.MaterializeResult(
         metadata={
             "benchmarks": len(keys),
             "not_screened": dg.MetadataValue.json(skipped),
-            "criterion": config.criterion,
+            "method": config.method,
+            "empty": dg.MetadataValue.json([r["benchmark"] for r in rows if r["units"] == 0]),
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
             "signatures": dg.MetadataValue.md("\n\n".join(tables)),
             "mean_units": float(np.mean([r["units"] for r in rows])) if rows else 0.0,
         }
+    )
+
+
+def signature_row(key: str, sig, summary: dict) -> dict:
+    """One benchmark's line of the UI summary table."""
+    cal = summary.get("calibration") or {}
+    return {
+        "benchmark": key,
+        "units": int(sig.units.size),
+        "method": sig.method,
+        "threshold": cal.get("threshold"),
+        "null max (median)": (cal.get("null_max_summary") or {}).get("median"),
+        "observed max": cal.get("observed_max"),
+        "p (max)": cal.get("p_value"),
+        "R²": summary.get("r2"),
+        "LOO R²": summary.get("loo_r2"),
+    }
+
+
+def signature_md(key: str, sig, units: list[dict]) -> str:
+    """One benchmark's signature as markdown: its units in context, or why it is empty."""
+    if sig.empty:
+        why = sig.calibration.reason if sig.calibration is not None else "no unit selected"
+        return f"### {key}\n\n_{why}_"
+    return f"### {key}\n\n" + md_table(
+        [
+            {
+                "#": u["order"],
+                "unit": repr(u["text"]),
+                "left context": "…" + u["left_context"][-60:],
+                "statistic": u["statistic"],
+                "adjusted p": u["adjusted_p"],
+                "coef": u["coef"],
+            }
+            for u in units
+        ],
+        max_rows=15,
     )
