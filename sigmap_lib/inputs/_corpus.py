@@ -67,7 +67,7 @@ class Document:
     text: str
 
 
-def _decode(raw: bytes, where: str) -> str:
+def decode_utf8(raw: bytes, where: str) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -77,7 +77,7 @@ def _decode(raw: bytes, where: str) -> str:
         ) from exc
 
 
-def _check_text(text: Any, where: str, pattern: str | None) -> str:
+def check_text(text: Any, where: str, pattern: str | None) -> str:
     if not isinstance(text, str):
         raise SigmapInputError(f"{where}: 'text' must be a string, got {type(text).__name__}")
     if not text.strip():
@@ -96,8 +96,8 @@ def _check_text(text: Any, where: str, pattern: str | None) -> str:
 
 
 def _read_txt(path: Path, rel: str, pattern: str | None) -> list[Document]:
-    text = _decode(path.read_bytes(), str(path))
-    return [Document(rel, rel, _check_text(text, str(path), pattern))]
+    text = decode_utf8(path.read_bytes(), str(path))
+    return [Document(rel, rel, check_text(text, str(path), pattern))]
 
 
 def _read_jsonl(path: Path, rel: str, pattern: str | None) -> list[Document]:
@@ -108,7 +108,7 @@ def _read_jsonl(path: Path, rel: str, pattern: str | None) -> list[Document]:
             raise SigmapInputError(f"{where}: missing field 'text'")
         doc_id = obj.get("id")
         doc_id = f"{rel}:{lineno}" if doc_id is None else str(doc_id)
-        docs.append(Document(doc_id, f"{rel}:{lineno}", _check_text(obj["text"], where, pattern)))
+        docs.append(Document(doc_id, f"{rel}:{lineno}", check_text(obj["text"], where, pattern)))
     return docs
 
 
@@ -129,7 +129,7 @@ def _read_parquet(path: Path, rel: str, pattern: str | None) -> list[Document]:
         if text is None:
             raise SigmapInputError(f"{where}: 'text' is null")
         doc_id = f"{rel}:{row}" if doc_id is None else str(doc_id)
-        docs.append(Document(doc_id, f"{rel}:{row}", _check_text(text, where, pattern)))
+        docs.append(Document(doc_id, f"{rel}:{row}", check_text(text, where, pattern)))
     return docs
 
 
@@ -320,7 +320,7 @@ def build_corpus_store(
                 f"build_corpus_store: duplicate document id {d.doc_id!r} ({d.source})"
             )
         seen.add(d.doc_id)
-        _check_text(d.text, f"document {d.doc_id!r} ({d.source})", pattern)
+        check_text(d.text, f"document {d.doc_id!r} ({d.source})", pattern)
         raw = d.text.encode("utf-8")
         u = segment_units(d.text, pat)
         units_list.append(u)

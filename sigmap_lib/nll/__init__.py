@@ -4,6 +4,7 @@ NLL store, and the rank store.
 """
 
 from ._gguf import convert_gguf, gguf_architecture
+from ._merge import BpbMoments, bpb_moments, merge_bpb_moments
 from ._perplexity import (
     apportion_token_nll,
     document_unit_nll,
@@ -34,9 +35,11 @@ from ._store import (
 
 __all__ = [
     "MAX_MODELS_UINT8",
+    "BpbMoments",
     "NLLStore",
     "RankStore",
     "apportion_token_nll",
+    "bpb_moments",
     "build_rank_store",
     "check_model_arrays",
     "convert_gguf",
@@ -47,6 +50,7 @@ __all__ = [
     "import_nll",
     "iter_value_chunks",
     "load_model",
+    "merge_bpb_moments",
     "model_context_length",
     "rank_dtype",
     "rank_rows",

@@ -10,6 +10,14 @@ from ._calibration import (
     max_t_threshold,
     merge_max_t,
 )
+from ._merge import (
+    ScreenPartial,
+    corpus_k,
+    merge_histograms,
+    merge_null_maxima,
+    merge_screen,
+    screen_partial,
+)
 from ._screening import ScreenResult, screen
 from ._selection import (
     SelectionResult,
@@ -57,7 +65,10 @@ __all__ = [
     "gather_units",
     "general_quality",
     "max_t_threshold",
+    "merge_histograms",
     "merge_max_t",
+    "merge_null_maxima",
+    "merge_screen",
     "preselect_correlation",
     "preselect_from_codes",
     "resolve_method",
