@@ -33,20 +33,18 @@ from ._segment import (
     segment_units,
     unit_byte_spans,
 )
+from ._shard_store import ShardStore, iter_shard_documents, write_shard_store
 from ._shards import (
     PlanDiff,
     ShardSpec,
-    ShardStore,
     corpus_files,
     default_shard_units,
     diff_plans,
     iter_documents,
-    iter_shard_documents,
     plan_corpus,
     plan_shards,
     shard_key,
     shard_offsets,
-    write_shard_store,
 )
 from .scores import (
     MISSING_TOKENS,

@@ -36,7 +36,6 @@ shard-local unit indices.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import re
 from array import array
@@ -47,11 +46,10 @@ from typing import Any
 
 import numpy as np
 
-from sigmap_lib._util._atomic import atomic_dir
 from sigmap_lib._util._tables import iter_jsonl
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._corpus import CorpusStore, Document, Shard, check_text, decode_utf8
-from sigmap_lib.inputs._segment import DEFAULT_UNIT_PATTERN, segment_units, unit_byte_spans
+from sigmap_lib.inputs._corpus import Document, check_text, decode_utf8
+from sigmap_lib.inputs._segment import DEFAULT_UNIT_PATTERN, segment_units
 
 SHARD_FORMAT = "sigmap-corpus-shard/1"
 _KEY_VERSION = b"sigmap-shard-key/1"
@@ -172,7 +170,7 @@ def _open_file(path: str | Path, root: str | Path | None) -> tuple[Path, str, st
     return p, rel, suffix
 
 
-def _iter_positioned(
+def iter_positioned(
     p: Path, rel: str, suffix: str, pattern: str | None
 ) -> Iterator[tuple[Document, int]]:
     """``(document, line or row)`` of one file; validation as in ``read_corpus``."""
@@ -191,7 +189,7 @@ def _iter_positioned(
                 lineno,
             )
     else:
-        yield from _iter_parquet(p, rel, pattern, 0, None)
+        yield from iter_parquet(p, rel, pattern, 0, None)
 
 
 def _parquet_file(p: Path) -> Any:
@@ -207,7 +205,7 @@ def _parquet_file(p: Path) -> Any:
     return pf
 
 
-def _iter_parquet(
+def iter_parquet(
     p: Path, rel: str, pattern: str | None, row_start: int, row_end: int | None
 ) -> Iterator[tuple[Document, int]]:
     """Rows ``[row_start, row_end)`` of a parquet corpus file, one row group at a time."""
@@ -322,11 +320,11 @@ def corpus_files(root: str | Path) -> list[Path]:
 
 
 # --------------------------------------------------------------------------- planning
-def _content_hash() -> Any:
+def content_hash() -> Any:
     return hashlib.sha256(SHARD_FORMAT.encode())
 
 
-def _hash_doc(h: Any, doc: Document) -> None:
+def hash_doc(h: Any, doc: Document) -> None:
     for part in (doc.doc_id.encode("utf-8"), doc.text.encode("utf-8")):
         h.update(len(part).to_bytes(8, "little"))
         h.update(part)
@@ -408,20 +406,20 @@ def _plan_file(
     pat = DEFAULT_UNIT_PATTERN if pattern is None else pattern
     ranges: list[tuple[int, int, int, int, int, str]] = []  # start, end, units, bytes, pos, sha
     start, acc_units, acc_bytes, first_pos = 0, 0, 0, 1
-    h = _content_hash()
+    h = content_hash()
     n = 0
     for d, pos in _iter_checked(p, rel, suffix, pattern):
         if n == start:
             first_pos = pos
         acc_units += len(segment_units(d.text, pat))
         acc_bytes += len(d.text.encode("utf-8"))
-        _hash_doc(h, d)
+        hash_doc(h, d)
         if ids is not None:
             ids.append(_id_digest(d.doc_id))
         n += 1
         if acc_units >= target_units:
             ranges.append((start, n, acc_units, acc_bytes, first_pos, h.hexdigest()))
-            start, acc_units, acc_bytes, h = n, 0, 0, _content_hash()
+            start, acc_units, acc_bytes, h = n, 0, 0, content_hash()
     if n > start:
         ranges.append((start, n, acc_units, acc_bytes, first_pos, h.hexdigest()))
     file_sha, offsets = _file_pass(p, suffix, [r[4] for r in ranges] if suffix == ".jsonl" else [])
@@ -450,7 +448,7 @@ def _iter_checked(
 ) -> Iterator[tuple[Document, int]]:
     """Documents of one file with their line (jsonl) or row (parquet); ids unique."""
     seen: dict[str, str] = {}
-    for doc, pos in _iter_positioned(p, rel, suffix, pattern):
+    for doc, pos in iter_positioned(p, rel, suffix, pattern):
         if doc.doc_id in seen:
             raise SigmapInputError(
                 f"corpus {p}: duplicate document id {doc.doc_id!r} ({seen[doc.doc_id]} and "
@@ -676,263 +674,3 @@ def default_shard_units(
             f"{max_partitions} partitions, not more than the {n_files} files (one shard each)"
         )
     return max(int(min_units), math.ceil(n_units_total / (max_shards - n_files)), 1)
-
-
-# --------------------------------------------------------------------------- shard store
-def _changed(spec: ShardSpec, p: Path, why: str) -> SigmapInputError:
-    return SigmapInputError(
-        f"shard {spec.key}: {p} changed since the shard was planned ({why}); plan the corpus again"
-    )
-
-
-def iter_shard_documents(spec: ShardSpec, root: str | Path) -> Iterator[Document]:
-    """The documents of one planned shard, read directly (jsonl: seek; parquet: its row
-    groups), checked against the spec's content hash at the end.
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> from sigmap_lib.inputs import iter_shard_documents, plan_shards
-    >>> _ = Path("s.jsonl").write_text("".join(f'{{"text": "doc {i}"}}\\n' for i in range(4)))
-    >>> specs = plan_shards("s.jsonl", target_units=4)
-    >>> [d.text for d in iter_shard_documents(specs[1], ".")]
-    ['doc 2', 'doc 3']
-    """
-    r = Path(root)
-    p = r / spec.file
-    if not p.is_file():
-        raise SigmapInputError(f"shard {spec.key}: corpus file {p} does not exist")
-    suffix = p.suffix.lower()
-    h = _content_hash()
-    n = 0
-    docs: Iterator[Document]
-    if suffix == ".jsonl":
-        docs = _iter_jsonl_from(spec, p)
-    elif suffix == ".parquet":
-        docs = (
-            d for d, _ in _iter_parquet(p, spec.file, spec.pattern, spec.doc_start, spec.doc_end)
-        )
-    elif suffix == ".txt":
-        docs = (d for d, _ in _iter_positioned(p, spec.file, suffix, spec.pattern))
-    else:
-        raise SigmapInputError(f"{p}: unsupported file type {suffix!r}")
-    for d in docs:
-        _hash_doc(h, d)
-        n += 1
-        yield d
-    if n != spec.n_documents or h.hexdigest() != spec.content_sha256:
-        raise _changed(spec, p, f"{n} documents read, content hash differs")
-
-
-def _iter_jsonl_from(spec: ShardSpec, p: Path) -> Iterator[Document]:
-    with p.open("rb") as fh:
-        fh.seek(spec.byte_start)
-        n = 0
-        for lineno, raw in enumerate(fh, start=spec.line_start):
-            if n == spec.n_documents:
-                return
-            try:
-                line = raw.decode("utf-8")
-                if not line.strip():
-                    continue
-                obj = json.loads(line)
-                text = obj["text"]
-            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
-                raise _changed(spec, p, f"line {lineno}: {exc}") from exc
-            doc_id = obj.get("id")
-            doc_id = f"{spec.file}:{lineno}" if doc_id is None else str(doc_id)
-            where = f"{p}:{lineno}"
-            yield Document(doc_id, f"{spec.file}:{lineno}", check_text(text, where, spec.pattern))
-            n += 1
-
-
-def write_shard_store(
-    spec: ShardSpec, root: str | Path, out_dir: str | Path, *, batch_units: int = 1 << 18
-) -> ShardStore:
-    """Segment one shard's documents and write its store atomically, streaming.
-
-    Documents are read one at a time and written in parquet row groups of about
-    ``batch_units`` units, so memory is one batch whatever the shard's size. The folder
-    appears complete or not at all (written under a temporary name, then renamed).
-
-    Parameters
-    ----------
-    spec
-        From :func:`plan_shards` / :func:`plan_corpus`.
-    root
-        The corpus root the spec's ``file`` is relative to.
-    out_dir
-        The store folder (replaced if it exists).
-    batch_units
-        Units per row group.
-
-    Returns
-    -------
-    ShardStore
-
-    Raises
-    ------
-    SigmapInputError
-        When the file is missing or changed since planning (content hash, unit or byte
-        counts differ).
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> from sigmap_lib.inputs import plan_shards, write_shard_store
-    >>> Path("corpus").mkdir()
-    >>> _ = Path("corpus/a.jsonl").write_text(
-    ...     '{"id": "x", "text": "A river, a stone."}\\n{"id": "y", "text": "42 clouds"}\\n'
-    ... )
-    >>> [spec] = plan_shards("corpus/a.jsonl", target_units=100, root="corpus")
-    >>> store = write_shard_store(spec, "corpus", "shard")
-    >>> store.n_units, store.doc_ids, store.unit_nbytes.tolist()
-    (8, ['x', 'y'], [1, 6, 1, 2, 6, 1, 2, 7])
-    >>> store.context(4), store.unit_doc.tolist()
-    (('A river, a ', 'stone'), [0, 0, 0, 0, 0, 0, 1, 1])
-    """
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    doc_schema = pa.schema(
-        [
-            ("doc_index", pa.int64()),
-            ("doc_id", pa.string()),
-            ("source", pa.string()),
-            ("text", pa.large_string()),
-            ("n_bytes", pa.int64()),
-            ("unit_start", pa.int64()),
-            ("unit_end", pa.int64()),
-        ]
-    )
-    unit_schema = pa.schema(
-        [
-            ("doc_index", pa.int32()),
-            ("start", pa.int32()),
-            ("end", pa.int32()),
-            ("n_bytes", pa.int32()),
-        ]
-    )
-    p = Path(root) / spec.file
-    n_docs, n_units, n_bytes = 0, 0, 0
-    with atomic_dir(out_dir) as tmp:
-        dw = pq.ParquetWriter(tmp / "documents.parquet", doc_schema, compression="zstd")
-        uw = pq.ParquetWriter(tmp / "units.parquet", unit_schema, compression="zstd")
-        try:
-            docs: list[Document] = []
-            units: list[np.ndarray] = []
-            attrs: list[np.ndarray] = []
-            buffered = 0
-
-            def flush() -> None:
-                nonlocal docs, units, attrs, buffered, n_docs, n_units
-                if not docs:
-                    return
-                nu = np.array([len(u) for u in units], dtype=np.int64)
-                ends = n_units + np.cumsum(nu)
-                nb = [len(d.text.encode("utf-8")) for d in docs]
-                idx = np.arange(n_docs, n_docs + len(docs), dtype=np.int64)
-                dw.write_table(
-                    pa.table(
-                        {
-                            "doc_index": idx,
-                            "doc_id": [d.doc_id for d in docs],
-                            "source": [d.source for d in docs],
-                            "text": pa.array([d.text for d in docs], pa.large_string()),
-                            "n_bytes": np.asarray(nb, dtype=np.int64),
-                            "unit_start": ends - nu,
-                            "unit_end": ends,
-                        },
-                        schema=doc_schema,
-                    ),
-                    row_group_size=256,
-                )
-                u = np.concatenate(units)
-                a = np.concatenate(attrs)
-                uw.write_table(
-                    pa.table(
-                        {
-                            "doc_index": np.repeat(idx.astype(np.int32), nu),
-                            "start": u[:, 0].astype(np.int32),
-                            "end": u[:, 1].astype(np.int32),
-                            "n_bytes": (a[:, 1] - a[:, 0]).astype(np.int32),
-                        },
-                        schema=unit_schema,
-                    )
-                )
-                n_docs += len(docs)
-                n_units = int(ends[-1])
-                docs, units, attrs, buffered = [], [], [], 0
-
-            for d in iter_shard_documents(spec, root):
-                nbytes = len(d.text.encode("utf-8"))
-                if nbytes >= 2**31:
-                    raise SigmapInputError(f"{d.source}: a document is larger than 2 GiB")
-                u = segment_units(d.text, spec.pattern)
-                docs.append(d)
-                units.append(u)
-                attrs.append(unit_byte_spans(d.text, units=u))
-                n_bytes += nbytes
-                buffered += len(u)
-                if buffered >= batch_units:
-                    flush()
-            flush()
-        finally:
-            dw.close()
-            uw.close()
-        if n_units != spec.n_units or n_bytes != spec.n_bytes:
-            raise _changed(
-                spec,
-                p,
-                f"{n_units} units / {n_bytes} bytes, planned {spec.n_units} / {spec.n_bytes}",
-            )
-        manifest = {
-            "format": SHARD_FORMAT,
-            "spec": spec.to_dict(),
-            "n_documents": n_docs,
-            "n_units": n_units,
-            "n_bytes": n_bytes,
-            "pattern": spec.pattern,
-            "fingerprint": spec.content_sha256,
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    return ShardStore.open(out_dir)
-
-
-class ShardStore(CorpusStore):
-    """Read access to one shard's store (:func:`write_shard_store`).
-
-    The API of :class:`~sigmap_lib.inputs.CorpusStore` (``context``, ``unit_text``,
-    ``unit_nbytes``, ``unit_doc``, ``unit_spans``, ``doc_ids``, ``documents``) with
-    shard-local unit and document indices; :attr:`spec` is the shard's plan entry.
-    """
-
-    @classmethod
-    def open(cls, path: str | Path) -> ShardStore:
-        """Open the shard store at ``path``; raises ``SigmapInputError`` if absent."""
-        p = Path(path)
-        mf = p / "manifest.json"
-        if not mf.exists():
-            raise SigmapInputError(f"shard store {p}: no manifest.json (missing or incomplete)")
-        try:
-            manifest = json.loads(mf.read_text())
-        except json.JSONDecodeError as exc:
-            raise SigmapInputError(f"shard store {p}: corrupt manifest.json ({exc})") from exc
-        if manifest.get("format") != SHARD_FORMAT:
-            raise SigmapInputError(f"shard store {p}: unknown format {manifest.get('format')!r}")
-        return cls(p, manifest)
-
-    @property
-    def spec(self) -> ShardSpec:
-        return ShardSpec.from_dict(self.manifest["spec"])
-
-    @property
-    def shards(self) -> list[Shard]:  # type: ignore[override]
-        """The shard itself, as the store's one shard."""
-        return [Shard(0, 0, self.n_documents, 0, self.n_units)]
-
-    def __repr__(self) -> str:
-        return (
-            f"ShardStore({str(self.path)!r}, key={self.spec.key!r}, "
-            f"documents={self.n_documents}, units={self.n_units})"
-        )

@@ -3,13 +3,8 @@ the authors' Lasso, and the paper's two-stage screening + forward selection with
 calibration.
 """
 
-from ._calibration import (
-    Calibration,
-    MaxTPartial,
-    general_quality,
-    max_t_threshold,
-    merge_max_t,
-)
+from ._calibration import Calibration, max_t_threshold
+from ._max_t import MaxTPartial, general_quality, merge_max_t
 from ._merge import (
     ScreenPartial,
     corpus_k,

@@ -1,0 +1,284 @@
+"""The stored units of one corpus shard: written streaming and atomically, read with the
+same API as :class:`~sigmap_lib.inputs.CorpusStore` (indices local to the shard).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from sigmap_lib._util._atomic import atomic_dir
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs._corpus import CorpusStore, Document, Shard, check_text
+from sigmap_lib.inputs._segment import segment_units, unit_byte_spans
+from sigmap_lib.inputs._shards import (
+    SHARD_FORMAT,
+    ShardSpec,
+    content_hash,
+    hash_doc,
+    iter_parquet,
+    iter_positioned,
+)
+
+
+# --------------------------------------------------------------------------- shard store
+def _changed(spec: ShardSpec, p: Path, why: str) -> SigmapInputError:
+    return SigmapInputError(
+        f"shard {spec.key}: {p} changed since the shard was planned ({why}); plan the corpus again"
+    )
+
+
+def iter_shard_documents(spec: ShardSpec, root: str | Path) -> Iterator[Document]:
+    """The documents of one planned shard, read directly (jsonl: seek; parquet: its row
+    groups), checked against the spec's content hash at the end.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import iter_shard_documents, plan_shards
+    >>> _ = Path("s.jsonl").write_text("".join(f'{{"text": "doc {i}"}}\\n' for i in range(4)))
+    >>> specs = plan_shards("s.jsonl", target_units=4)
+    >>> [d.text for d in iter_shard_documents(specs[1], ".")]
+    ['doc 2', 'doc 3']
+    """
+    r = Path(root)
+    p = r / spec.file
+    if not p.is_file():
+        raise SigmapInputError(f"shard {spec.key}: corpus file {p} does not exist")
+    suffix = p.suffix.lower()
+    h = content_hash()
+    n = 0
+    docs: Iterator[Document]
+    if suffix == ".jsonl":
+        docs = _iter_jsonl_from(spec, p)
+    elif suffix == ".parquet":
+        docs = (
+            d for d, _ in iter_parquet(p, spec.file, spec.pattern, spec.doc_start, spec.doc_end)
+        )
+    elif suffix == ".txt":
+        docs = (d for d, _ in iter_positioned(p, spec.file, suffix, spec.pattern))
+    else:
+        raise SigmapInputError(f"{p}: unsupported file type {suffix!r}")
+    for d in docs:
+        hash_doc(h, d)
+        n += 1
+        yield d
+    if n != spec.n_documents or h.hexdigest() != spec.content_sha256:
+        raise _changed(spec, p, f"{n} documents read, content hash differs")
+
+
+def _iter_jsonl_from(spec: ShardSpec, p: Path) -> Iterator[Document]:
+    with p.open("rb") as fh:
+        fh.seek(spec.byte_start)
+        n = 0
+        for lineno, raw in enumerate(fh, start=spec.line_start):
+            if n == spec.n_documents:
+                return
+            try:
+                line = raw.decode("utf-8")
+                if not line.strip():
+                    continue
+                obj = json.loads(line)
+                text = obj["text"]
+            except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+                raise _changed(spec, p, f"line {lineno}: {exc}") from exc
+            doc_id = obj.get("id")
+            doc_id = f"{spec.file}:{lineno}" if doc_id is None else str(doc_id)
+            where = f"{p}:{lineno}"
+            yield Document(doc_id, f"{spec.file}:{lineno}", check_text(text, where, spec.pattern))
+            n += 1
+
+
+def write_shard_store(
+    spec: ShardSpec, root: str | Path, out_dir: str | Path, *, batch_units: int = 1 << 18
+) -> ShardStore:
+    """Segment one shard's documents and write its store atomically, streaming.
+
+    Documents are read one at a time and written in parquet row groups of about
+    ``batch_units`` units, so memory is one batch whatever the shard's size. The folder
+    appears complete or not at all (written under a temporary name, then renamed).
+
+    Parameters
+    ----------
+    spec
+        From :func:`plan_shards` / :func:`plan_corpus`.
+    root
+        The corpus root the spec's ``file`` is relative to.
+    out_dir
+        The store folder (replaced if it exists).
+    batch_units
+        Units per row group.
+
+    Returns
+    -------
+    ShardStore
+
+    Raises
+    ------
+    SigmapInputError
+        When the file is missing or changed since planning (content hash, unit or byte
+        counts differ).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import plan_shards, write_shard_store
+    >>> Path("corpus").mkdir()
+    >>> _ = Path("corpus/a.jsonl").write_text(
+    ...     '{"id": "x", "text": "A river, a stone."}\\n{"id": "y", "text": "42 clouds"}\\n'
+    ... )
+    >>> [spec] = plan_shards("corpus/a.jsonl", target_units=100, root="corpus")
+    >>> store = write_shard_store(spec, "corpus", "shard")
+    >>> store.n_units, store.doc_ids, store.unit_nbytes.tolist()
+    (8, ['x', 'y'], [1, 6, 1, 2, 6, 1, 2, 7])
+    >>> store.context(4), store.unit_doc.tolist()
+    (('A river, a ', 'stone'), [0, 0, 0, 0, 0, 0, 1, 1])
+    """
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    doc_schema = pa.schema(
+        [
+            ("doc_index", pa.int64()),
+            ("doc_id", pa.string()),
+            ("source", pa.string()),
+            ("text", pa.large_string()),
+            ("n_bytes", pa.int64()),
+            ("unit_start", pa.int64()),
+            ("unit_end", pa.int64()),
+        ]
+    )
+    unit_schema = pa.schema(
+        [
+            ("doc_index", pa.int32()),
+            ("start", pa.int32()),
+            ("end", pa.int32()),
+            ("n_bytes", pa.int32()),
+        ]
+    )
+    p = Path(root) / spec.file
+    n_docs, n_units, n_bytes = 0, 0, 0
+    with atomic_dir(out_dir) as tmp:
+        dw = pq.ParquetWriter(tmp / "documents.parquet", doc_schema, compression="zstd")
+        uw = pq.ParquetWriter(tmp / "units.parquet", unit_schema, compression="zstd")
+        try:
+            docs: list[Document] = []
+            units: list[np.ndarray] = []
+            attrs: list[np.ndarray] = []
+            buffered = 0
+
+            def flush() -> None:
+                nonlocal docs, units, attrs, buffered, n_docs, n_units
+                if not docs:
+                    return
+                nu = np.array([len(u) for u in units], dtype=np.int64)
+                ends = n_units + np.cumsum(nu)
+                nb = [len(d.text.encode("utf-8")) for d in docs]
+                idx = np.arange(n_docs, n_docs + len(docs), dtype=np.int64)
+                dw.write_table(
+                    pa.table(
+                        {
+                            "doc_index": idx,
+                            "doc_id": [d.doc_id for d in docs],
+                            "source": [d.source for d in docs],
+                            "text": pa.array([d.text for d in docs], pa.large_string()),
+                            "n_bytes": np.asarray(nb, dtype=np.int64),
+                            "unit_start": ends - nu,
+                            "unit_end": ends,
+                        },
+                        schema=doc_schema,
+                    ),
+                    row_group_size=256,
+                )
+                u = np.concatenate(units)
+                a = np.concatenate(attrs)
+                uw.write_table(
+                    pa.table(
+                        {
+                            "doc_index": np.repeat(idx.astype(np.int32), nu),
+                            "start": u[:, 0].astype(np.int32),
+                            "end": u[:, 1].astype(np.int32),
+                            "n_bytes": (a[:, 1] - a[:, 0]).astype(np.int32),
+                        },
+                        schema=unit_schema,
+                    )
+                )
+                n_docs += len(docs)
+                n_units = int(ends[-1])
+                docs, units, attrs, buffered = [], [], [], 0
+
+            for d in iter_shard_documents(spec, root):
+                nbytes = len(d.text.encode("utf-8"))
+                if nbytes >= 2**31:
+                    raise SigmapInputError(f"{d.source}: a document is larger than 2 GiB")
+                u = segment_units(d.text, spec.pattern)
+                docs.append(d)
+                units.append(u)
+                attrs.append(unit_byte_spans(d.text, units=u))
+                n_bytes += nbytes
+                buffered += len(u)
+                if buffered >= batch_units:
+                    flush()
+            flush()
+        finally:
+            dw.close()
+            uw.close()
+        if n_units != spec.n_units or n_bytes != spec.n_bytes:
+            raise _changed(
+                spec,
+                p,
+                f"{n_units} units / {n_bytes} bytes, planned {spec.n_units} / {spec.n_bytes}",
+            )
+        manifest = {
+            "format": SHARD_FORMAT,
+            "spec": spec.to_dict(),
+            "n_documents": n_docs,
+            "n_units": n_units,
+            "n_bytes": n_bytes,
+            "pattern": spec.pattern,
+            "fingerprint": spec.content_sha256,
+        }
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return ShardStore.open(out_dir)
+
+
+class ShardStore(CorpusStore):
+    """Read access to one shard's store (:func:`write_shard_store`).
+
+    The API of :class:`~sigmap_lib.inputs.CorpusStore` (``context``, ``unit_text``,
+    ``unit_nbytes``, ``unit_doc``, ``unit_spans``, ``doc_ids``, ``documents``) with
+    shard-local unit and document indices; :attr:`spec` is the shard's plan entry.
+    """
+
+    @classmethod
+    def open(cls, path: str | Path) -> ShardStore:
+        """Open the shard store at ``path``; raises ``SigmapInputError`` if absent."""
+        p = Path(path)
+        mf = p / "manifest.json"
+        if not mf.exists():
+            raise SigmapInputError(f"shard store {p}: no manifest.json (missing or incomplete)")
+        try:
+            manifest = json.loads(mf.read_text())
+        except json.JSONDecodeError as exc:
+            raise SigmapInputError(f"shard store {p}: corrupt manifest.json ({exc})") from exc
+        if manifest.get("format") != SHARD_FORMAT:
+            raise SigmapInputError(f"shard store {p}: unknown format {manifest.get('format')!r}")
+        return cls(p, manifest)
+
+    @property
+    def spec(self) -> ShardSpec:
+        return ShardSpec.from_dict(self.manifest["spec"])
+
+    @property
+    def shards(self) -> list[Shard]:  # type: ignore[override]
+        """The shard itself, as the store's one shard."""
+        return [Shard(0, 0, self.n_documents, 0, self.n_units)]
+
+    def __repr__(self) -> str:
+        return (
+            f"ShardStore({str(self.path)!r}, key={self.spec.key!r}, "
+            f"documents={self.n_documents}, units={self.n_units})"
+        )

@@ -1,0 +1,616 @@
+"""The streaming max-T pass of the calibrated signatures (METHODS §3b): general quality ``ĝ``
+from the rank codes, the residualized design per scored-model set, and one pass over all units
+computing the observed statistics, a running top-K and the permutation-null column maxima
+(``MaxTPartial``, merged by :func:`merge_max_t` across chunks and shards).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.nll._ranks import MAX_MODELS_UINT8, encode_ranks
+from sigmap_lib.signatures._screening import (
+    RunningTopK,
+    raise_on_nan,
+    select_topk,
+    source_chunks,
+)
+from sigmap_lib.signatures._statistics import (
+    kernels,
+    rankable,
+    score_coefficients,
+    strength_of,
+    thrush_max,
+)
+
+# rows per GEMM block and permutation columns per product (L2-sized blocks)
+_ROWS = 1024
+_COLS = 128
+# histogram of the strength per benchmark: its bins bound the running K-th strength from
+# below, so a chunk only hands over the units that can still enter the buffer
+_BINS = 512
+_FLOOR_MARGIN = 1e-9
+
+
+@dataclass
+class MaxTPartial:
+    """Partial result of the max-T pass over some units (a chunk or a shard).
+
+    Two partials over disjoint sets of units merge with :func:`merge_max_t` into the
+    partial of their union; the result does not depend on how the units were split.
+
+    Attributes
+    ----------
+    null_max : numpy.ndarray, shape (C,)
+        Running maximum of the strength of each permutation column (``0`` / ``−inf`` when
+        no unit was seen, two- / one-sided).
+    observed_max : numpy.ndarray, shape (B,)
+        Running maximum strength of each benchmark's real statistic.
+    top_units, top_values : list of numpy.ndarray, one per benchmark
+        Running top-``buffer_units`` units by strength (ties: smaller unit index) and
+        their signed statistics, strongest first.
+    buffer_units : int
+    two_sided : bool
+    n_units : int
+        Units seen.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import MaxTPartial, merge_max_t
+    >>> a = MaxTPartial(np.array([0.4, 0.7]), np.array([0.8]), [np.array([3, 1])],
+    ...                 [np.array([0.8, -0.5])], buffer_units=2, two_sided=True, n_units=5)
+    >>> b = MaxTPartial(np.array([0.6, 0.2]), np.array([0.6]), [np.array([9])],
+    ...                 [np.array([0.6])], buffer_units=2, two_sided=True, n_units=5)
+    >>> ab = merge_max_t(a, b)
+    >>> ab.null_max.tolist(), ab.observed_max.tolist(), ab.n_units
+    ([0.6, 0.7], [0.8], 10)
+    >>> ab.top_units[0].tolist(), ab.top_values[0].tolist()  # the 2 strongest of 3
+    ([3, 9], [0.8, 0.6])
+    """
+
+    null_max: np.ndarray
+    observed_max: np.ndarray
+    top_units: list[np.ndarray]
+    top_values: list[np.ndarray]
+    buffer_units: int
+    two_sided: bool
+    n_units: int
+
+    def strength(self, b: int) -> np.ndarray:
+        """Strength of benchmark ``b``'s buffered units (``|value|`` two-sided)."""
+        return strength_of(self.top_values[b], "thrush", self.two_sided)
+
+
+def merge_max_t(a: MaxTPartial, b: MaxTPartial) -> MaxTPartial:
+    """Merge two partial max-T results over disjoint units (a pure function).
+
+    Permutation and observed maxima merge by ``max``; the buffered top units by keeping
+    the ``buffer_units`` strongest of both (ties: smaller unit index), so merging
+    per-chunk or per-shard partials in any order gives the partial of all their units.
+
+    Parameters
+    ----------
+    a, b : MaxTPartial
+        From the same design (same columns, benchmarks, buffer and sidedness).
+
+    Returns
+    -------
+    MaxTPartial
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import MaxTPartial, merge_max_t
+    >>> def part(null, units, vals):
+    ...     vals = np.asarray(vals)
+    ...     return MaxTPartial(np.asarray(null), np.abs(vals).max(keepdims=True),
+    ...                        [np.asarray(units)], [vals], 1, True, len(units))
+    >>> ab = merge_max_t(part([0.3], [0], [0.5]), part([0.4], [7], [-0.9]))
+    >>> ab.null_max.tolist(), ab.top_units[0].tolist(), ab.top_values[0].tolist()
+    ([0.4], [7], [-0.9])
+    """
+    if (
+        a.null_max.shape != b.null_max.shape
+        or a.observed_max.shape != b.observed_max.shape
+        or a.buffer_units != b.buffer_units
+        or a.two_sided != b.two_sided
+    ):
+        raise SigmapInputError(
+            "max-T partials from different designs cannot be merged: "
+            f"{a.null_max.shape}/{a.observed_max.shape}/K={a.buffer_units} vs "
+            f"{b.null_max.shape}/{b.observed_max.shape}/K={b.buffer_units}"
+        )
+    units, values = [], []
+    for ua, va, ub, vb in zip(a.top_units, a.top_values, b.top_units, b.top_values):
+        u = np.concatenate([ua, ub]).astype(np.int64)
+        v = np.concatenate([va, vb]).astype(np.float64)
+        st = strength_of(v, "thrush", a.two_sided)
+        keep = select_topk(st, u, a.buffer_units)
+        order = keep[np.lexsort((u[keep], -st[keep]))]
+        units.append(u[order])
+        values.append(v[order])
+    return MaxTPartial(
+        null_max=np.maximum(a.null_max, b.null_max),
+        observed_max=np.maximum(a.observed_max, b.observed_max),
+        top_units=units,
+        top_values=values,
+        buffer_units=a.buffer_units,
+        two_sided=a.two_sided,
+        n_units=a.n_units + b.n_units,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# pass 1: general quality
+
+
+def quality_totals(source: Any, masks: Sequence[np.ndarray], chunk_units: int) -> list[np.ndarray]:
+    """Per model set, ``Σ_j code_jk`` over all units (up to a constant), int64 (m_S,).
+
+    One pass for all sets: column sums of stored codes when every set is all models,
+    pairwise sign totals otherwise (and for values, which must be ranked anyway).
+    """
+    k = kernels()
+    _, m, chunks, is_codes = source_chunks(source, chunk_units)
+    colsums = is_codes and all(bool(mk.all()) for mk in masks)
+    if colsums:
+        parts = np.zeros((k.MAX_CHUNKS, m), dtype=np.int64)
+        for _, block in chunks:
+            if block.shape[0]:
+                k.code_col_sums(block, parts)
+        tot = parts.sum(axis=0)
+        return [tot[mk] for mk in masks]
+    pairs = np.zeros((k.MAX_CHUNKS, m, m), dtype=np.int64)
+    nan = np.zeros(k.MAX_CHUNKS, dtype=np.int64)
+    for start, block in chunks:
+        if block.shape[0] == 0:
+            continue
+        k.pair_sign_totals(rankable(block), k.BLOCK_UNITS, pairs, nan)
+        if nan.any():
+            raise_on_nan(block, start)
+    upper = np.triu(pairs.sum(axis=0), 1)
+    signs = upper - upper.T  # signs[k, l] = Σ_j sign(p_jk − p_jl)
+    return [signs[np.ix_(mk, mk)].sum(axis=1) for mk in masks]
+
+
+def _ranks_of_quality(totals: np.ndarray) -> np.ndarray:
+    from scipy.stats import rankdata
+
+    return rankdata(-np.asarray(totals, dtype=np.float64), method="average")
+
+
+def general_quality(source: Any, models: Any = None, *, chunk_units: int = 1 << 20) -> np.ndarray:
+    """General quality ``ĝ``: ranks of each model's negated mean rank code over all units.
+
+    Parameters
+    ----------
+    source : RankStore | (n_units, n_models) array | sequence of per-model 1-D arrays
+        What :func:`sigmap_lib.signatures.screen` reads.
+    models : array_like of bool, shape (n_models,), optional
+        The model set (default: all). The rank codes are those within the set, as the
+        calibrated statistic of a benchmark scored by exactly these models uses them.
+    chunk_units : int
+        Units read at a time.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_selected_models,)
+        Average ranks ``1..m`` (higher = less perplexed on average = better).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import general_quality
+    >>> values = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [2.0, 1.0, 3.0]])
+    >>> general_quality(values).tolist()  # model 0 is least perplexed on average
+    [3.0, 2.0, 1.0]
+    >>> general_quality(values, models=[False, True, True]).tolist()
+    [2.0, 1.0]
+    """
+    _, m, _, _ = source_chunks(source, chunk_units)
+    mask = np.ones(m, dtype=bool) if models is None else np.asarray(models, dtype=bool)
+    if mask.shape != (m,) or mask.sum() < 1:
+        raise SigmapInputError(f"models must be a boolean mask over the {m} models")
+    return _ranks_of_quality(quality_totals(source, [mask], chunk_units)[0])
+
+
+# ----------------------------------------------------------------------------------------
+# the design: score columns and permutation columns, fixed before the pass
+
+
+@dataclass
+class Group:
+    """Benchmarks scored by the same models, with their score and permutation columns."""
+
+    mask: np.ndarray  # (m,) bool
+    cols: np.ndarray  # benchmark indices
+    full: bool
+    m: int
+    a_obs: np.ndarray  # (m_g, B_g [+ 1]) float64: score columns [, ĝ_u]
+    den_obs: np.ndarray  # (B_g,) divisor of each score column's products (Thrush) or 1
+    has_g: bool
+    offset: float  # m_g (m_g − 1)²
+    e_null: list[np.ndarray]  # column blocks (m_g, ≤ _COLS) float32 (float64: null64)
+    null64: bool  # m > 128: integer Thrush products may pass 2**24, so float64
+    null_start: int  # first column of this group in the global null array
+    n_null: int
+    den_null: np.ndarray  # (n_null,) divisor of each permutation column's maximum
+    ghat: np.ndarray | None  # (m_g,) ranks
+    # per benchmark of the group: (start, stop) of its null columns (global), permutations
+    null_span: list[tuple[int, int]] = field(default_factory=list)
+    perms: list[np.ndarray] = field(default_factory=list)
+    reasons: list[str | None] = field(default_factory=list)
+
+
+@dataclass
+class _Design:
+    groups: list[Group]
+    n_bench: int
+    n_null: int
+    method: str
+    two_sided: bool
+    shared: bool
+    n_permutations: int
+
+
+def _unit(v: np.ndarray, tol_ref: float) -> tuple[np.ndarray, float]:
+    """``v / ‖v‖`` per column (zero columns where ``‖v‖ <= 1e-12 · tol_ref``)."""
+    nv = np.sqrt((v * v).sum(axis=0))
+    ok = nv > 1e-12 * max(tol_ref, 1.0)
+    out = np.zeros_like(v)
+    out[:, ok] = v[:, ok] / nv[ok]
+    return out, nv
+
+
+def _residualize(v: np.ndarray, gu: np.ndarray | None) -> np.ndarray:
+    """Columns of ``v (m, c)`` minus their projections on ``1`` and the unit vector ``gu``."""
+    out = v - v.mean(axis=0, keepdims=True)
+    if gu is not None:
+        out -= np.outer(gu, gu @ out)
+    return out
+
+
+def build_design(
+    y: np.ndarray,
+    totals: list[np.ndarray] | None,
+    groups: list[tuple[np.ndarray, np.ndarray]],
+    *,
+    method: str,
+    two_sided: bool,
+    n_permutations: int,
+    shared: bool,
+    rng: np.random.Generator,
+) -> _Design:
+    from scipy.stats import rankdata
+
+    partial = method == "calibrated"
+    p = int(n_permutations)
+    out: list[Group] = []
+    null_at = 0
+    for gi, (mask, cols) in enumerate(groups):
+        mg = int(mask.sum())
+        yg = y[np.ix_(mask, cols)]
+        ghat = gu = None
+        if partial:
+            assert totals is not None
+            ghat = _ranks_of_quality(totals[gi])
+            gc = ghat - ghat.mean()
+            ng = float(np.sqrt(gc @ gc))
+            gu = gc / ng if ng > 1e-12 else None
+        obs = np.zeros((mg, len(cols)))
+        den = np.ones(len(cols))
+        reasons: list[str | None] = [None] * len(cols)
+        bases: list[np.ndarray] = []
+        for j in range(len(cols)):
+            if partial:
+                r = rankdata(yg[:, j], method="average")
+                e = _residualize(r[:, None], gu)[:, 0]
+                ne = float(np.sqrt(e @ e))
+                if ne <= 1e-9 * float(np.abs(r - r.mean()).sum()):
+                    reasons[j] = (
+                        "the score ranks are a linear function of general quality: nothing "
+                        "is left to correlate once ĝ is regressed out"
+                    )
+                    e = np.zeros(mg)
+                    ne = 1.0
+                obs[:, j] = -e / ne
+                bases.append(e)
+            else:
+                # integer columns: the products are exact (float32 too) and divided once
+                obs[:, j] = -score_coefficients(yg[:, j]).astype(np.float64)
+                den[j] = 2.0 * thrush_max(yg[:, j])[0]
+                bases.append(obs[:, j])
+        if shared:
+            r0 = np.arange(1.0, mg + 1.0)
+            if partial:
+                shared_base = r0 - r0.mean()
+                den_null = np.ones(p)
+            else:
+                shared_base = -score_coefficients(r0).astype(np.float64)
+                den_null = np.full(p, 2.0 * thrush_max(r0)[0])
+            perm_sets = [np.argsort(rng.random((p, mg)), axis=1)]
+            null_cols = [shared_base[perm_sets[0]].T]
+        else:
+            perm_sets = [np.argsort(rng.random((p, mg)), axis=1) for _ in cols]
+            null_cols = [base[ps].T for base, ps in zip(bases, perm_sets)]
+            den_null = np.repeat(den, p)
+        if partial:
+            null_cols = [-_unit(_residualize(v, gu), 1.0)[0] for v in null_cols]
+        e_null = np.concatenate(null_cols, axis=1)
+        a_obs = np.column_stack([obs, gu]) if gu is not None else obs
+        grp = Group(
+            mask=mask,
+            cols=np.asarray(cols),
+            full=bool(mask.all()),
+            m=mg,
+            a_obs=np.ascontiguousarray(a_obs),
+            den_obs=den,
+            has_g=gu is not None,
+            offset=float(mg * (mg - 1) ** 2),
+            e_null=[
+                np.ascontiguousarray(
+                    e_null[:, c0 : c0 + _COLS], dtype=np.float64 if mg > 128 else np.float32
+                )
+                for c0 in range(0, e_null.shape[1], _COLS)
+            ],
+            null64=mg > 128,
+            null_start=null_at,
+            n_null=e_null.shape[1],
+            den_null=den_null,
+            ghat=ghat,
+            reasons=reasons,
+        )
+        for j in range(len(cols)):
+            s = null_at if shared else null_at + j * p
+            grp.null_span.append((s, s + p))
+            grp.perms.append(perm_sets[0] if shared else perm_sets[j])
+        null_at += e_null.shape[1]
+        out.append(grp)
+    return _Design(
+        groups=out,
+        n_bench=y.shape[1],
+        n_null=null_at,
+        method=method,
+        two_sided=two_sided,
+        shared=shared,
+        n_permutations=p,
+    )
+
+
+# ----------------------------------------------------------------------------------------
+# pass 2: statistics, permutation maxima and running top-K in one streaming pass
+
+
+class _Worker:
+    """Per-thread buffers and running permutation maxima of one group."""
+
+    def __init__(self, g: Group, two_sided: bool, with_null: bool) -> None:
+        self.x = np.empty((_ROWS, g.m), dtype=np.float64)
+        n32 = _ROWS if with_null and g.n_null and not g.null64 else 0
+        self.x32 = np.empty((n32, g.m), dtype=np.float32)
+        self.sq = np.empty(_ROWS)
+        self.o = np.empty((_ROWS, g.a_obs.shape[1]))
+        self.inv = np.empty(_ROWS)
+        self.prod = np.empty(
+            (_ROWS, min(_COLS, max(g.n_null, 1))), dtype=np.float64 if g.null64 else np.float32
+        )
+        self.colmax = np.full(g.n_null, 0.0 if two_sided else -np.inf)
+        self.obsmax = np.full(len(g.cols), 0.0 if two_sided else -np.inf)
+        self.hist = np.zeros((len(g.cols), _BINS), dtype=np.int64)
+
+
+def _group_codes(block: np.ndarray, g: Group, is_codes: bool, start: int) -> np.ndarray:
+    """Rank codes of the group's models for one block (re-ranked for a strict subset)."""
+    if g.full and is_codes:
+        return block
+    x = block if g.full else block[:, g.mask]
+    if g.m > MAX_MODELS_UINT8:
+        return encode_ranks(x)
+    k = kernels()
+    codes = np.empty((x.shape[0], g.m), dtype=np.uint8)
+    if k.encode_blocked(rankable(x), codes, k.BLOCK_UNITS):
+        raise_on_nan(block, start)
+    return codes
+
+
+def _group_stats(
+    codes: np.ndarray,
+    g: Group,
+    stat: np.ndarray,
+    workers: list[_Worker],
+    pool: ThreadPoolExecutor | None,
+    two_sided: bool,
+    normalize: bool,
+    with_null: bool,
+) -> None:
+    """Observed statistics of every row into ``stat (n, B_g)`` and, ``with_null``, the
+    permutation columns' running maxima into the workers (rows split among threads)."""
+    k = kernels()
+    n = codes.shape[0]
+    starts = list(range(0, n, _ROWS))
+    kind = 1 if two_sided else 0
+    lo = 0.0 if two_sided else -1.0
+
+    def work(part: int, nparts: int) -> None:
+        w = workers[part]
+        for r0 in starts[part::nparts]:
+            r1 = min(n, r0 + _ROWS)
+            nr = r1 - r0
+            x = w.x[:nr]
+            k.cast_codes(codes, r0, r1, w.x32, x, w.sq)
+            o = w.o[:nr]
+            np.matmul(x, g.a_obs, out=o)
+            k.partial_scale(
+                o,
+                w.sq,
+                g.offset,
+                g.has_g,
+                normalize,
+                g.den_obs,
+                kind,
+                w.inv,
+                stat,
+                r0,
+                w.obsmax,
+                w.hist,
+                lo,
+                1.0,
+            )
+            if with_null:
+                c0 = 0
+                for e in g.e_null:
+                    c1 = c0 + e.shape[1]
+                    prod = w.prod[:nr, : e.shape[1]]
+                    np.matmul(x if g.null64 else w.x32[:nr], e, out=prod)
+                    k.scaled_colmax(prod, w.inv[:nr], w.colmax[c0:c1], two_sided)
+                    c0 = c1
+
+    nparts = min(len(workers), len(starts))
+    if pool is None or nparts <= 1:
+        work(0, 1)
+        return
+    for f in [pool.submit(work, i, nparts) for i in range(nparts)]:
+        f.result()
+
+
+def max_t_pass(
+    source: Any,
+    design: _Design,
+    *,
+    buffer_units: int,
+    chunk_units: int,
+    collect: dict[int, float] | None = None,
+) -> tuple[MaxTPartial, dict[int, tuple[np.ndarray, np.ndarray]]]:
+    """The streaming pass. With ``collect = {benchmark: t}`` it only collects, for those
+    benchmarks, every unit whose strength is above ``t`` (no permutation columns)."""
+    from threadpoolctl import threadpool_limits
+
+    kern = kernels()
+    d, _, chunks, is_codes = source_chunks(source, chunk_units)
+    two_sided = design.two_sided
+    normalize = design.method == "calibrated"
+    groups = design.groups
+    if collect is not None:
+        groups = [g for g in groups if any(int(b) in collect for b in g.cols)]
+    nthreads = max(1, min(os.cpu_count() or 1, 8))
+    workers = {
+        id(g): [_Worker(g, two_sided, collect is None) for _ in range(nthreads)] for g in groups
+    }
+    tops = [RunningTopK(buffer_units) for _ in range(design.n_bench)]
+    edges = np.linspace(0.0 if two_sided else -1.0, 1.0, _BINS + 1)
+    found: dict[int, list[tuple[np.ndarray, np.ndarray]]] = {b: [] for b in collect or {}}
+    kind = 1 if two_sided else 0
+    # a value block whose groups all read a strict subset of the models is checked here
+    check_nan = not is_codes and not any(g.full for g in groups)
+    stat_bufs: dict[int, np.ndarray] = {}
+    sel_buf = np.empty((0, 0), dtype=np.int32)
+    with (
+        threadpool_limits(limits=1, user_api="blas"),
+        ThreadPoolExecutor(nthreads) if nthreads > 1 else _NoPool() as pool,
+    ):
+        for start, block in chunks:
+            n = block.shape[0]
+            if n == 0:
+                continue
+            if check_nan:
+                raise_on_nan(block, start, check=True)
+            for g in groups:
+                codes = _group_codes(block, g, is_codes, start)
+                buf = stat_bufs.get(id(g))
+                if buf is None or buf.shape[0] < n:
+                    buf = stat_bufs[id(g)] = np.empty((max(n, chunk_units), len(g.cols)))
+                stat = buf[:n]
+                _group_stats(
+                    codes,
+                    g,
+                    stat,
+                    workers[id(g)],
+                    pool if isinstance(pool, ThreadPoolExecutor) else None,
+                    two_sided,
+                    normalize,
+                    collect is None,
+                )
+                if collect is not None:
+                    for j, b in enumerate(g.cols.tolist()):
+                        if b in collect:
+                            st = np.abs(stat[:, j]) if two_sided else stat[:, j]
+                            hit = np.flatnonzero(st > collect[b])
+                            found[b].append((start + hit, stat[hit, j].copy()))
+                    continue
+                # candidates: stronger than the running K-th (strict: earlier units win
+                # ties) and not below the histogram floor (>= K units seen are that strong)
+                counts = sum(w.hist for w in workers[id(g)])
+                t_strict = np.array(
+                    [tops[b].threshold if tops[b].full else -np.inf for b in g.cols]
+                )
+                cum = np.cumsum(counts[:, ::-1], axis=1)
+                t_weak = np.full(len(g.cols), -np.inf)
+                for j in range(len(g.cols)):
+                    pos = int(np.searchsorted(cum[j], buffer_units))
+                    if pos < _BINS:
+                        t_weak[j] = edges[_BINS - 1 - pos] - _FLOOR_MARGIN
+                if sel_buf.shape[0] < len(g.cols) or sel_buf.shape[1] < n:
+                    sel_buf = np.empty((design.n_bench, max(n, chunk_units)), dtype=np.int32)
+                nparts = max(1, min(64, n // 16384))
+                nsel = np.zeros((nparts, len(g.cols)), dtype=np.int64)
+                kern.select_candidates(stat, kind, t_strict, t_weak, sel_buf, nsel)
+                bounds = [c * n // nparts for c in range(nparts)]
+                for j, b in enumerate(g.cols.tolist()):
+                    sel = np.concatenate(
+                        [sel_buf[j, r0 : r0 + nsel[c, j]] for c, r0 in enumerate(bounds)]
+                    ).astype(np.int64)
+                    if sel.size == 0:
+                        continue
+                    st = strength_of(stat[sel, j], "thrush", two_sided)
+                    if sel.size > buffer_units:
+                        keep = select_topk(st, sel, buffer_units)
+                        sel, st = sel[keep], st[keep]
+                    tops[b].push(start + sel, st, stat[sel, j], np.empty((sel.size, 0), np.uint8))
+    null_max = np.full(design.n_null, 0.0 if two_sided else -np.inf)
+    obs_max = np.full(design.n_bench, 0.0 if two_sided else -np.inf)
+    for g in groups:
+        span = slice(g.null_start, g.null_start + g.n_null)
+        for w in workers[id(g)]:
+            np.maximum(null_max[span], w.colmax, out=null_max[span])
+            obs_max[g.cols] = np.maximum(obs_max[g.cols], w.obsmax)
+        null_max[span] /= g.den_null  # Thrush: the maximum integer product, divided once
+    units, values = [], []
+    for t in tops:
+        idx, _, st, _ = t.result(0)
+        units.append(idx)
+        values.append(st)
+    partial = MaxTPartial(
+        null_max=null_max,
+        observed_max=obs_max,
+        top_units=units,
+        top_values=values,
+        buffer_units=buffer_units,
+        two_sided=two_sided,
+        n_units=d,
+    )
+    collected = {
+        b: (
+            np.concatenate([u for u, _ in parts]) if parts else np.zeros(0, np.int64),
+            np.concatenate([v for _, v in parts]) if parts else np.zeros(0),
+        )
+        for b, parts in found.items()
+    }
+    return partial, collected
+
+
+class _NoPool:
+    """Stands in for a thread pool on one core."""
+
+    def __enter__(self) -> _NoPool:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        return None
