@@ -42,6 +42,7 @@ def test_calibrated_default_with_empty_signatures_end_to_end(project: Project) -
     meta = res.get_asset_materialization_events()[0].materialization.metadata
     assert sorted(meta["empty"].value) == sorted(empty)
     assert "_no unit above the max-T threshold" in meta["signatures"].value
+    assert "data:image/png;base64" in meta["null_plots"].value  # threshold vs null, per benchmark
 
     project.through("overlap")  # the harness re-runs signatures in the paper's mode:
     project.materialize(  # run the calibrated default again, then the overlaps

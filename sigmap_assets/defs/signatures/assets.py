@@ -251,6 +251,7 @@ def signatures(
     calibration (threshold, null sample); the paper's modes (aic / bic / ebic, lasso) are
     the `method` option."""
     from sigmap_lib.nll import RankStore
+    from sigmap_lib.reporting import null_threshold_plot
     from sigmap_lib.signatures import SignatureSettings, extract_signatures, signature_table
 
     keys = list(context.partition_keys)
@@ -294,7 +295,7 @@ def signatures(
         **extract_options(config, settings),
     )
     corpus = open_corpus(storage)
-    rows, tables = [], []
+    rows, tables, plots = [], [], []
     for key, sig in zip(keys, sigs):
         units = signature_table(sig, corpus, n_left=config.context_units)
         write_parquet(pl.DataFrame(units, schema=UNIT_SCHEMA), storage.layout.signature_units(key))
@@ -307,6 +308,17 @@ def signatures(
         write_json(summary, storage.layout.signature_summary(key))
         rows.append(signature_row(key, sig, summary))
         tables.append(signature_md(key, sig, units))
+        cal = sig.calibration
+        if cal is not None and cal.null_max.size and len(plots) < 12:
+            plots.append(
+                null_threshold_plot(
+                    cal.null_max,
+                    cal.threshold,
+                    cal.observed_max,
+                    storage.layout.plot(f"signature_null_{key}.png"),
+                    title=f"{key}: max-T threshold vs the permutation null (P = {cal.n_permutations})",
+                )
+            )
     return dg.MaterializeResult(
         metadata={
             "benchmarks": len(keys),
@@ -315,6 +327,9 @@ def signatures(
             "empty": dg.MetadataValue.json([r["benchmark"] for r in rows if r["units"] == 0]),
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
             "signatures": dg.MetadataValue.md("\n\n".join(tables)),
+            "null_plots": dg.MetadataValue.md(
+                "\n\n".join(image_md(p) for p in plots) or "_(none)_"
+            ),
             "mean_units": float(np.mean([r["units"] for r in rows])) if rows else 0.0,
         }
     )
