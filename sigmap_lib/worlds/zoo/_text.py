@@ -245,12 +245,51 @@ def _code_and_docstrings(
 _OWN_DISTRIBUTIONS = frozenset({"sigmap"})
 
 
-def _readme_docs(root: Path, *, min_chars: int, max_chars: int) -> Iterator[tuple[str, str]]:
+def core_distributions(project: str = "sigmap") -> frozenset[str] | None:
+    """Normalized names of the distributions ``project``'s core requirements pull in
+    (transitively, extras left out), or None when ``project`` is not installed.
+
+    The zoo's prose comes only from these packages, so installing test or deployment
+    extras (lm-eval, accelerate, ...) never changes the zoo's texts, models or numbers.
+    """
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    def norm(name: str) -> str:
+        return re.sub(r"[-_.]+", "-", name).lower()
+
+    try:
+        todo = [metadata.distribution(project)]
+    except metadata.PackageNotFoundError:
+        return None
+    seen: set[str] = set()
+    while todo:
+        dist = todo.pop()
+        for line in dist.requires or []:
+            req = Requirement(line)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            name = norm(req.name)
+            if name in seen:
+                continue
+            seen.add(name)
+            try:
+                todo.append(metadata.distribution(req.name))
+            except metadata.PackageNotFoundError:
+                continue
+    return frozenset(seen)
+
+
+def _readme_docs(
+    root: Path, *, min_chars: int, max_chars: int, only: frozenset[str] | None = None
+) -> Iterator[tuple[str, str]]:
     """(package, prose chunk) from the long descriptions of installed packages.
 
     A paragraph seen in an earlier package (boilerplate, forks) is skipped, and so is this
     project's own distribution: its description is the README, which changes with every
-    edit — the zoo would otherwise change (and retrain) whenever the documentation does."""
+    edit — the zoo would otherwise change (and retrain) whenever the documentation does.
+    ``only``: normalized distribution names to read (:func:`core_distributions`)."""
     seen: set[str] = set()
     for meta in sorted(root.glob("*.dist-info/METADATA")):
         try:
@@ -263,6 +302,8 @@ def _readme_docs(root: Path, *, min_chars: int, max_chars: int) -> Iterator[tupl
             meta.parent.name,
         )
         if name.lower().replace("_", "-") in _OWN_DISTRIBUTIONS:
+            continue
+        if only is not None and re.sub(r"[-_.]+", "-", name).lower() not in only:
             continue
         body = _clean(body)
         chunk: list[str] = []
@@ -450,7 +491,11 @@ def build_zoo_texts(
         return len(got) >= need[split][domain]
 
     seen: set[str] = set()  # exact duplicates (copied docstrings / code) kept once
-    readmes = list(_readme_docs(site_packages, min_chars=min_chars, max_chars=max_chars))
+    readmes = list(
+        _readme_docs(
+            site_packages, min_chars=min_chars, max_chars=max_chars, only=core_distributions()
+        )
+    )
     for pkg, text in readmes:
         split = _split_of("pkg:" + pkg, seed, weights)
         if not _full(split, "prose") and text not in seen:

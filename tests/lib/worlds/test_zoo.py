@@ -478,3 +478,22 @@ def test_metabench_runs_on_quick_world(quick_world) -> None:
             fit = select_items(name, df, y, pool, irt, seed=0, config=cfg)
             assert cfg.min_items <= len(fit.selected) <= len(pool.pool_items)
             assert np.isfinite(fit.test_rmse) and fit.test_rmse < 50
+
+
+def test_zoo_prose_comes_only_from_core_dependencies(tmp_path: Path) -> None:
+    """Installing test or deployment extras never changes the zoo: its prose is read only
+    from the distributions sigmap's core requirements pull in."""
+    from sigmap_lib.worlds.zoo._text import _readme_docs, core_distributions
+
+    core = core_distributions()
+    assert core is not None and {"numpy", "dagster", "transformers"} <= core
+    assert not {"lm-eval", "pytest", "playwright", "accelerate"} & core
+    para = "This is a plain paragraph of ordinary English prose, long enough to be kept as text. "
+    for dist, name in (("numpy-2.0", "numpy"), ("lm_eval-0.4", "lm_eval")):
+        (tmp_path / f"{dist}.dist-info").mkdir()
+        body = "\n\n".join(f"{name} {k}: {para * 2}" for k in range(12))
+        (tmp_path / f"{dist}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\n\n{body}", encoding="utf-8"
+        )
+    got = list(_readme_docs(tmp_path, min_chars=200, max_chars=2000, only=core))
+    assert got and {pkg for pkg, _ in got} == {"numpy"}
