@@ -30,19 +30,22 @@ SUBPACKAGES = (
 )
 
 
-def public_functions() -> dict[str, object]:
-    """``qualified public name -> function`` over every subpackage's ``__all__``."""
+def public_objects(keep) -> dict[str, object]:
+    """``qualified public name -> object`` over every subpackage's ``__all__``, for the
+    objects ``keep`` accepts."""
     out: dict[str, object] = {}
     for pkg in SUBPACKAGES:
         mod = importlib.import_module(pkg)
         for name in mod.__all__:
             obj = getattr(mod, name)
-            if inspect.isfunction(obj):
+            if keep(obj) and obj.__module__.startswith("sigmap_lib"):
                 out.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
     return out
 
 
-FUNCS = public_functions()
+FUNCS = public_objects(inspect.isfunction)
+#: the public result types: their examples run too
+CLASSES = public_objects(inspect.isclass)
 
 
 @pytest.mark.parametrize("name", sorted(FUNCS))
@@ -52,22 +55,10 @@ def test_public_function_has_an_examples_section(name: str) -> None:
     assert ">>> " in doc.split("Examples\n--------", 1)[1], f"{name}: Examples has no >>> line"
 
 
-def public_classes() -> dict[str, type]:
-    """``qualified name -> class`` of the public result types (their examples run too)."""
-    out: dict[str, type] = {}
-    for pkg in SUBPACKAGES:
-        mod = importlib.import_module(pkg)
-        for name in mod.__all__:
-            obj = getattr(mod, name)
-            if inspect.isclass(obj) and obj.__module__.startswith("sigmap_lib"):
-                out.setdefault(f"{obj.__module__}.{obj.__qualname__}", obj)
-    return out
-
-
 def _examples() -> list[doctest.DocTest]:
     finder = doctest.DocTestFinder(exclude_empty=True)
     tests = []
-    for name, fn in sorted({**FUNCS, **public_classes()}.items()):
+    for name, fn in sorted({**FUNCS, **CLASSES}.items()):
         mod = importlib.import_module(fn.__module__)
         for t in finder.find(fn, name, module=mod, globs=dict(vars(mod))):
             if t.examples:
