@@ -56,6 +56,13 @@ def small_fit():
     return fit, truth, items
 
 
+def sigmap_score(*args: str, env: dict | None = None) -> list[dict]:
+    """``sigmap metabench score ARGS --json`` in a subprocess: the scored models."""
+    cmd = [sys.executable, "-m", "sigmap_assets.cli", "metabench", "score", *args, "--json"]
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])["models"]
+
+
 def write_log(
     root: Path,
     model: str,
@@ -263,25 +270,9 @@ def test_published_b_scores_real_llms_from_logs_like_r(shared_data, tmp_path) ->
                 filters=("strict-match",) if t.filter else (None,),
                 metric=t.metric,
             )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sigmap_assets.cli",
-            "metabench",
-            "score",
-            str(logs),
-            "--published",
-            "B",
-            "--params",
-            str(shared_data / "metabench_irt"),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
+    got = sigmap_score(
+        str(logs), "--published", "B", "--params", str(shared_data / "metabench_irt")
     )
-    got = json.loads(out.stdout.strip().splitlines()[-1])["models"]
     for bm, stem in zip(scorer.benchmarks, scorer.source["fits"]):
         th = pd.read_parquet(shared_data / "metabench_irt" / f"{stem}_thetas.parquet")
         ref = th[th["split"] == "train"].set_index("llm")["theta"]
@@ -349,26 +340,8 @@ def test_real_lm_eval_run_on_exported_tasks_then_score(small_fit, tiny_models, t
         timeout=600,
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sigmap_assets.cli",
-            "metabench",
-            "score",
-            str(tmp_path / "logs"),
-            "--fit",
-            str(tmp_path / "fit"),
-            "--tasks",
-            str(tasks_dir),
-            "--json",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=True,
-    )
-    [res] = json.loads(out.stdout.strip().splitlines()[-1])["models"]
+    fit_args = ["--fit", str(tmp_path / "fit"), "--tasks", str(tasks_dir)]
+    [res] = sigmap_score(str(tmp_path / "logs"), *fit_args, env=env)
     assert res["model"] == str(tiny_models[0])
     for bm, f in fit.benchmarks.items():
         [samples] = (tmp_path / "logs").rglob(f"samples_sigmap_{bm}_*.jsonl")
