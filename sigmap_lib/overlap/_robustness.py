@@ -165,8 +165,12 @@ def signature_robustness(
         kw = dict(base) | changes
         if str(kw.get("method") or "").startswith("calibrated"):
             kw = {k: v for k, v in kw.items() if k not in ("criterion", "statistic", "k", "q")}
-        elif kw.get("method") is not None:
-            kw.pop("criterion", None)
+        else:
+            if kw.get("method") is not None:
+                kw.pop("criterion", None)
+            # the max-T permutations belong to the calibrated main: for forward selection
+            # they would be a permutation null of the whole two-stage procedure (P passes)
+            kw.pop("n_permutations", None)
         sigs = extract_signatures(values, yy, benchmark_names=list(benchmark_names), **kw)
         return {s.benchmark: s.units + offset for s in sigs}  # empty ones too: NaN pairs
 
