@@ -86,3 +86,52 @@ def test_bad_split_is_rejected(world) -> None:
             extract_kwargs={"k": 5},
             corpus_split=0,
         )
+
+
+def test_forward_selection_variants_do_not_inherit_the_max_t_permutations(
+    world, monkeypatch
+) -> None:
+    """With a calibrated main, the AIC / Lasso variants get no ``n_permutations`` (for forward
+    selection it would be a permutation null of the whole procedure: P extra passes)."""
+    import polars as pl
+
+    import sigmap_lib.signatures._signature as sig_mod
+
+    calls = []
+    real = sig_mod.extract_signatures
+
+    def spy(*args, **kwargs):
+        calls.append(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sig_mod, "extract_signatures", spy)
+    arrays = [np.asarray(a) for a in world.nll_arrays()]
+    scores = pl.read_csv(world.root / "scores.csv")
+    names = [c for c in scores.columns if c != "model"]
+    y = scores.select(names).to_numpy()
+    nbytes = np.full(arrays[0].shape[0], 5)
+    bpb = np.stack([a / (nbytes * np.log(2)) for a in arrays], axis=1)
+    kw = {"method": "calibrated", "n_permutations": 19, "k": 20, "two_sided": True}
+    main_sigs = {
+        s.benchmark: s.units for s in real(np.stack(arrays, 1), y, benchmark_names=names, **kw)
+    }
+    read = lambda u: gather_units(arrays, u).T  # noqa: E731
+    main = signature_overlap(
+        main_sigs, nll=read, unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0)
+    )
+    signature_robustness(
+        arrays,
+        y,
+        names,
+        main=main,
+        unit_nbytes=nbytes,
+        bpb_mean=bpb.mean(0),
+        bpb_sd=bpb.std(0),
+        extract_kwargs=kw,
+        n_model_subsets=0,
+        methods=("aic", "lasso"),
+        main_signatures=main_sigs,
+    )
+    by_method = {c.get("method"): c for c in calls}
+    assert by_method["calibrated"]["n_permutations"] == 19
+    assert "n_permutations" not in by_method["aic"] and "n_permutations" not in by_method["lasso"]
