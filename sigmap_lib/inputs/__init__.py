@@ -13,6 +13,7 @@ from ._corpus import (
     Document,
     Shard,
     build_corpus_store,
+    corpus_files,
     read_corpus,
 )
 from ._items import (
@@ -37,7 +38,6 @@ from ._shard_store import ShardStore, iter_shard_documents, write_shard_store
 from ._shards import (
     PlanDiff,
     ShardSpec,
-    corpus_files,
     default_shard_units,
     diff_plans,
     iter_documents,

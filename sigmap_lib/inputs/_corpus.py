@@ -133,6 +133,39 @@ def _read_parquet(path: Path, rel: str, pattern: str | None) -> list[Document]:
     return docs
 
 
+def corpus_files(root: str | Path) -> list[Path]:
+    """The corpus files ``read_corpus`` reads under ``root``, in its (sorted) order.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import corpus_files
+    >>> for name in ("c/b.jsonl", "c/a.txt", "c/.hidden/x.txt", "c/notes.md"):
+    ...     Path(name).parent.mkdir(parents=True, exist_ok=True)
+    ...     _ = Path(name).write_text("x")
+    >>> [p.as_posix() for p in corpus_files("c")]
+    ['c/a.txt', 'c/b.jsonl']
+    """
+    r = Path(root)
+    if not r.exists():
+        raise SigmapInputError(f"corpus path {r} does not exist")
+    if r.is_file():
+        return [r]
+    files = sorted(
+        (
+            p
+            for p in r.rglob("*")
+            if p.is_file()
+            and p.suffix.lower() in _SUPPORTED
+            and not any(part.startswith(".") for part in p.relative_to(r).parts)
+        ),
+        key=lambda p: p.relative_to(r).as_posix(),
+    )
+    if not files:
+        raise SigmapInputError(f"corpus {r}: no .txt, .jsonl or .parquet files found")
+    return files
+
+
 def read_corpus(path: str | Path, *, pattern: str | None = None) -> list[Document]:
     """Read every document under ``path`` (a folder, searched recursively, or one file).
 
@@ -167,25 +200,8 @@ def read_corpus(path: str | Path, *, pattern: str | None = None) -> list[Documen
     'A river, a stone.'
     """
     root = Path(path)
-    if not root.exists():
-        raise SigmapInputError(f"corpus path {root} does not exist")
-    if root.is_file():
-        files = [root]
-        base = root.parent
-    else:
-        base = root
-        files = sorted(
-            (
-                p
-                for p in root.rglob("*")
-                if p.is_file()
-                and p.suffix.lower() in _SUPPORTED
-                and not any(part.startswith(".") for part in p.relative_to(root).parts)
-            ),
-            key=lambda p: p.relative_to(root).as_posix(),
-        )
-    if not files:
-        raise SigmapInputError(f"corpus {root}: no .txt, .jsonl or .parquet files found")
+    files = corpus_files(root)
+    base = root.parent if root.is_file() else root
     docs: list[Document] = []
     seen: dict[str, str] = {}
     for f in files:

@@ -48,7 +48,7 @@ import numpy as np
 
 from sigmap_lib._util._tables import iter_jsonl
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._corpus import Document, check_text, decode_utf8
+from sigmap_lib.inputs._corpus import Document, check_text, corpus_files, decode_utf8
 from sigmap_lib.inputs._segment import DEFAULT_UNIT_PATTERN, segment_units
 
 SHARD_FORMAT = "sigmap-corpus-shard/1"
@@ -284,39 +284,6 @@ def iter_documents(
         yield doc
     if empty:
         raise SigmapInputError(f"corpus {p}: no documents (all supported files are empty)")
-
-
-def corpus_files(root: str | Path) -> list[Path]:
-    """The corpus files ``read_corpus`` reads under ``root``, in its (sorted) order.
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> from sigmap_lib.inputs import corpus_files
-    >>> for name in ("c/b.jsonl", "c/a.txt", "c/.hidden/x.txt", "c/notes.md"):
-    ...     Path(name).parent.mkdir(parents=True, exist_ok=True)
-    ...     _ = Path(name).write_text("x")
-    >>> [p.as_posix() for p in corpus_files("c")]
-    ['c/a.txt', 'c/b.jsonl']
-    """
-    r = Path(root)
-    if not r.exists():
-        raise SigmapInputError(f"corpus path {r} does not exist")
-    if r.is_file():
-        return [r]
-    files = sorted(
-        (
-            p
-            for p in r.rglob("*")
-            if p.is_file()
-            and p.suffix.lower() in _SUPPORTED
-            and not any(part.startswith(".") for part in p.relative_to(r).parts)
-        ),
-        key=lambda p: p.relative_to(r).as_posix(),
-    )
-    if not files:
-        raise SigmapInputError(f"corpus {r}: no .txt, .jsonl or .parquet files found")
-    return files
 
 
 # --------------------------------------------------------------------------- planning
