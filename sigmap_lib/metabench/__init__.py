@@ -10,6 +10,7 @@ from ._common import (
     type4_quantiles,
 )
 from ._config import (
+    TINY_SETTINGS,
     MetabenchConfig,
 )
 from ._export import (
@@ -69,6 +70,7 @@ from ._tasks import (
 
 __all__ = [
     "PUBLISHED_BENCHMARKS",
+    "TINY_SETTINGS",
     "BenchmarkFit",
     "BenchmarkScorer",
     "ItemPool",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
@@ -14,6 +15,12 @@ from sigmap_lib.irt._reconstruction import (
 
 # ---------------------------------------------------------------------------
 # configuration
+
+#: Tiny settings for examples and quick tests (a 20-item pool, 2PL only, a coarse
+#: search): ``MetabenchConfig(**TINY_SETTINGS)`` or ``fit_metabench(..., **TINY_SETTINGS)``.
+TINY_SETTINGS: MappingProxyType[str, Any] = MappingProxyType(
+    dict(pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3)
+)
 
 
 @dataclass

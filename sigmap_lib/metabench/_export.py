@@ -27,12 +27,11 @@ def export_items(
     Examples
     --------
     >>> import pandas as pd
-    >>> from sigmap_lib.metabench import export_items, fit_metabench, simulate_benchmarks
-    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> small = dict(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    >>> from sigmap_lib.metabench import (
+    ...     TINY_SETTINGS, export_items, fit_metabench, simulate_benchmarks,
     ... )
-    >>> fit = fit_metabench(responses, scores, **small)
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> fit = fit_metabench(responses, scores, **TINY_SETTINGS)  # tiny settings: fast
     >>> questions = {
     ...     bm: pd.DataFrame({"item_id": p.index, "question": [f"Question {i}?" for i in p.index]})
     ...     for bm, p in truth["params"].items()

@@ -304,12 +304,9 @@ def fit_metabench(
 
     Examples
     --------
-    >>> from sigmap_lib.metabench import fit_metabench, simulate_benchmarks
+    >>> from sigmap_lib.metabench import TINY_SETTINGS, fit_metabench, simulate_benchmarks
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> small = dict(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
-    ... )
-    >>> fit = fit_metabench(responses, scores, seed=0, **small)
+    >>> fit = fit_metabench(responses, scores, seed=0, **TINY_SETTINGS)  # tiny settings: fast
     >>> {bm: len(items) for bm, items in fit.selected.items()}
     {'arc': 14, 'gsm8k': 14}
     >>> table = fit.rmse_table()
@@ -329,11 +326,24 @@ def fit_metabench(
     return MetabenchFit(config=cfg, seed=seed, split=split, benchmarks=fits, joint=joint)
 
 
-def _timed_fit_benchmark(*args: Any, **kwargs: Any) -> tuple[BenchmarkFit, float]:
+def _fit_benchmark(
+    benchmark: str,
+    responses: pd.DataFrame,
+    scores: pd.Series,
+    split: pd.Series,
+    seed: int,
+    cfg: MetabenchConfig,
+) -> tuple[BenchmarkFit, float]:
+    """Stages 2-4 for one benchmark (filter + pool -> IRT -> select/reconstruct), and the
+    wall seconds they took."""
     import time
 
     t0 = time.perf_counter()
-    fit = fit_benchmark(*args, **kwargs)
+    responses = responses.copy()
+    responses.columns = [str(c) for c in responses.columns]
+    pool = build_item_pool(benchmark, responses, scores, split, seed=seed, config=cfg)
+    pirt = fit_pool_irt(benchmark, responses, scores, pool, config=cfg)
+    fit = select_items(benchmark, responses, scores, pool, pirt, seed=seed, config=cfg)
     return fit, time.perf_counter() - t0
 
 
@@ -347,7 +357,8 @@ def fit_benchmarks(
     n_jobs: int = 1,
     on_done: Any = None,
 ) -> tuple[dict[str, BenchmarkFit], dict[str, float]]:
-    """:func:`fit_benchmark` for every benchmark, optionally in parallel processes.
+    """Stages 2-4 (item pool, IRT fits, selection) for every benchmark, optionally in
+    parallel processes.
 
     Each benchmark's fit depends only on its own data and seeds, so the results do not
     depend on ``n_jobs`` (up to floating-point summation order inside mirt's threaded EM).
@@ -361,12 +372,10 @@ def fit_benchmarks(
     Examples
     --------
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, fit_benchmarks, simulate_benchmarks, split_models,
+    ...     TINY_SETTINGS, MetabenchConfig, fit_benchmarks, simulate_benchmarks, split_models,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> config = MetabenchConfig(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
-    ... )
+    >>> config = MetabenchConfig(**TINY_SETTINGS)  # tiny settings for a fast example
     >>> split = split_models(scores)
     >>> fits, seconds = fit_benchmarks(responses, scores, split, config=config)
     >>> {bm: (f.irt_model, len(f.selected)) for bm, f in fits.items()}
@@ -381,11 +390,11 @@ def fit_benchmarks(
     wall: dict[str, float] = {}
 
     def args(bm: str) -> tuple:
-        return (bm, responses[bm], scores[bm], split)
+        return (bm, responses[bm], scores[bm], split, seed, cfg)
 
     if n_jobs == 1 or len(responses) == 1:
         for bm in responses:
-            fits[bm], wall[bm] = _timed_fit_benchmark(*args(bm), seed=seed, config=cfg)
+            fits[bm], wall[bm] = _fit_benchmark(*args(bm))
             if on_done is not None:
                 on_done(bm, fits[bm], wall[bm])
     else:
@@ -399,10 +408,7 @@ def fit_benchmarks(
         os.environ.update(env)  # inherited by the workers, spawned during the submits
         try:
             ex = ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"))
-            futs = {
-                ex.submit(_timed_fit_benchmark, *args(bm), seed=seed, config=cfg): bm
-                for bm in order
-            }
+            futs = {ex.submit(_fit_benchmark, *args(bm)): bm for bm in order}
         finally:
             for k, v in saved.items():
                 if v is None:
@@ -416,21 +422,3 @@ def fit_benchmarks(
                 if on_done is not None:
                     on_done(bm, fits[bm], wall[bm])
     return {bm: fits[bm] for bm in responses}, {bm: wall[bm] for bm in responses}
-
-
-def fit_benchmark(
-    benchmark: str,
-    responses: pd.DataFrame,
-    scores: pd.Series,
-    split: pd.Series,
-    *,
-    seed: int = 0,
-    config: MetabenchConfig | None = None,
-) -> BenchmarkFit:
-    """Stages 2-4 for one benchmark (filter + pool -> IRT -> select/reconstruct)."""
-    cfg = config or MetabenchConfig()
-    responses = responses.copy()
-    responses.columns = [str(c) for c in responses.columns]
-    pool = build_item_pool(benchmark, responses, scores, split, seed=seed, config=cfg)
-    pirt = fit_pool_irt(benchmark, responses, scores, pool, config=cfg)
-    return select_items(benchmark, responses, scores, pool, pirt, seed=seed, config=cfg)

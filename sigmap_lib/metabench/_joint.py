@@ -47,12 +47,11 @@ def fit_joint(
     Examples
     --------
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, fit_benchmarks, fit_joint, simulate_benchmarks, split_models,
+    ...     TINY_SETTINGS, MetabenchConfig, fit_benchmarks, fit_joint, simulate_benchmarks,
+    ...     split_models,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40, "mmlu": 30})
-    >>> config = MetabenchConfig(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
-    ... )
+    >>> config = MetabenchConfig(**TINY_SETTINGS)  # tiny settings for a fast example
     >>> split = split_models(scores)
     >>> fits, _ = fit_benchmarks(responses, scores, split, config=config)
     >>> joint = fit_joint(fits, scores, split, config=config)

@@ -46,8 +46,11 @@ def save_item_pool(pool, path: str | os.PathLike) -> Path:
     PosixPath('arc-pool')
     >>> sorted(p.name for p in save_item_pool(pool, "arc-pool").iterdir())  # overwrites atomically
     ['item_stats.parquet', 'pool.json', 'roles.parquet']
-    >>> load_item_pool("arc-pool").pool_items == pool.pool_items
-    True
+    >>> back = load_item_pool("arc-pool")
+    >>> back.benchmark, len(back.pool_items), back.roles.value_counts().to_dict()
+    ('arc', 30, {'train': 159, 'test': 21, 'val': 19, 'outlier': 1})
+    >>> back.pool_items == pool.pool_items, back.item_stats.equals(pool.item_stats)
+    (True, True)
     """
 
     def write(tmp: Path) -> None:
@@ -71,17 +74,13 @@ def load_item_pool(path: str | os.PathLike):
 
     Examples
     --------
-    >>> from sigmap_lib.metabench import (
-    ...     build_item_pool, load_item_pool, save_item_pool, simulate_benchmarks, split_models,
-    ... )
-    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> pool = build_item_pool("arc", responses["arc"], scores["arc"], split_models(scores))
-    >>> path = save_item_pool(pool, "arc-pool")
-    >>> back = load_item_pool(path)
-    >>> back.benchmark, len(back.pool_items), back.roles.value_counts().to_dict()
-    ('arc', 30, {'train': 159, 'test': 21, 'val': 19, 'outlier': 1})
-    >>> back.item_stats.equals(pool.item_stats)
-    True
+    The round trip is :func:`save_item_pool`'s example; a stage not written yet is named:
+
+    >>> from sigmap_lib.metabench import load_item_pool
+    >>> load_item_pool("arc-pool")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: item pool: arc-pool/pool.json is missing (materialize the upstream metabench stage first)
     """
     from sigmap_lib.metabench._pool import ItemPool
 
@@ -114,8 +113,16 @@ def save_pool_irt(pirt, path: str | os.PathLike) -> Path:
     >>> path = save_pool_irt(pool_irt, "arc-pool-irt")
     >>> sorted(p.name for p in path.iterdir())
     ['cv.parquet', 'params_0.parquet', 'pool_irt.json', 'thetas_0.parquet', 'thetas_1.parquet']
-    >>> load_pool_irt(path).params["2PL"].equals(pool_irt.params["2PL"])
+    >>> back = load_pool_irt(path)
+    >>> back.benchmark, list(back.params), list(back.thetas)
+    ('arc', ['2PL'], ['2PL/MAP', '2PL/EAPsum'])
+    >>> back.params["2PL"].equals(pool_irt.params["2PL"])
     True
+    >>> back.thetas["2PL/MAP"].round(2).head(2)
+                 theta    se
+    model
+    model_00001  -0.88  0.34
+    model_00003   0.15  0.37
     """
 
     def write(tmp: Path) -> None:
@@ -139,23 +146,19 @@ def load_pool_irt(path: str | os.PathLike):
 
     Examples
     --------
+    Each stage reads the folder of the one before, as the metabench assets do:
+
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_pool_irt, save_pool_irt,
-    ...     simulate_benchmarks, split_models,
+    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_item_pool, load_pool_irt,
+    ...     save_item_pool, save_pool_irt, simulate_benchmarks, split_models,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> config = MetabenchConfig(pool_size=20, n_subsets=20, irt_models=("2PL",), gam_df=5)
     >>> x, y = responses["arc"], scores["arc"]
-    >>> pool = build_item_pool("arc", x, y, split_models(scores), config=config)
-    >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
-    >>> back = load_pool_irt(save_pool_irt(pool_irt, "arc-pool-irt"))
-    >>> back.benchmark, list(back.params), list(back.thetas)
-    ('arc', ['2PL'], ['2PL/MAP', '2PL/EAPsum'])
-    >>> back.thetas["2PL/MAP"].round(2).head(2)
-                 theta    se
-    model
-    model_00001  -0.88  0.34
-    model_00003   0.15  0.37
+    >>> config = MetabenchConfig(pool_size=20, n_subsets=20, irt_models=("2PL",), gam_df=5)
+    >>> _ = save_item_pool(build_item_pool("arc", x, y, split_models(scores), config=config), "pool")
+    >>> pirt = fit_pool_irt("arc", x, y, load_item_pool("pool"), config=config)
+    >>> load_pool_irt(save_pool_irt(pirt, "pool-irt")).thetas["2PL/EAPsum"].columns.tolist()
+    ['theta', 'se']
     """
     from sigmap_lib.metabench._pool import PoolIrt
 
@@ -178,14 +181,13 @@ def save_benchmark_fit(fit, split: pd.Series, config, path: str | os.PathLike) -
 
     Examples
     --------
+    >>> import numpy as np
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_benchmark_fit, save_benchmark_fit,
-    ...     select_items, simulate_benchmarks, split_models,
+    ...     TINY_SETTINGS, MetabenchConfig, build_item_pool, fit_pool_irt, load_benchmark_fit,
+    ...     save_benchmark_fit, select_items, simulate_benchmarks, split_models,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> config = MetabenchConfig(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
-    ... )
+    >>> config = MetabenchConfig(**TINY_SETTINGS)  # tiny settings for a fast example
     >>> x, y, split = responses["arc"], scores["arc"], split_models(scores)
     >>> pool = build_item_pool("arc", x, y, split, config=config)
     >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
@@ -194,7 +196,11 @@ def save_benchmark_fit(fit, split: pd.Series, config, path: str | os.PathLike) -
     >>> sorted(p.name for p in path.iterdir())[:4]
     ['arc__gam.parquet', 'arc__item_stats.parquet', 'arc__params.parquet',
      'arc__pool_params.parquet']
-    >>> load_benchmark_fit(path).selected == fit.selected
+    >>> back = load_benchmark_fit(path)
+    >>> back.benchmark, back.irt_model, back.theta_method, back.selected == fit.selected
+    ('arc', '2PL', 'EAPsum', True)
+    >>> theta, answers = fit.thetas["theta"].to_numpy(), x[fit.selected].to_numpy()
+    >>> bool(np.allclose(back.predict_scores(theta, answers), fit.predict_scores(theta, answers)))
     True
     """
     from sigmap_lib.metabench._fit import MetabenchFit
@@ -209,25 +215,17 @@ def load_benchmark_fit(path: str | os.PathLike):
 
     Examples
     --------
-    >>> import numpy as np
+    One benchmark of a whole :func:`~sigmap_lib.metabench.fit_metabench` run:
+
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_benchmark_fit, save_benchmark_fit,
-    ...     select_items, simulate_benchmarks, split_models,
+    ...     TINY_SETTINGS, fit_metabench, load_benchmark_fit, save_benchmark_fit, simulate_benchmarks,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> config = MetabenchConfig(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
-    ... )
-    >>> x, y, split = responses["arc"], scores["arc"], split_models(scores)
-    >>> pool = build_item_pool("arc", x, y, split, config=config)
-    >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
-    >>> fit = select_items("arc", x, y, pool, pool_irt, config=config)
-    >>> back = load_benchmark_fit(save_benchmark_fit(fit, split, config, "arc-selection"))
-    >>> back.benchmark, back.irt_model, back.theta_method, len(back.selected)
-    ('arc', '2PL', 'EAPsum', 14)
-    >>> theta, answers = fit.thetas["theta"].to_numpy(), x[fit.selected].to_numpy()
-    >>> bool(np.allclose(back.predict_scores(theta, answers), fit.predict_scores(theta, answers)))
-    True
+    >>> mf = fit_metabench(responses, scores, **TINY_SETTINGS)
+    >>> path = save_benchmark_fit(mf.benchmarks["gsm8k"], mf.split, mf.config, "gsm8k-selection")
+    >>> back = load_benchmark_fit(path)
+    >>> back.benchmark, back.selected == mf.selected["gsm8k"]
+    ('gsm8k', True)
     """
     from sigmap_lib.metabench._fit import MetabenchFit
 

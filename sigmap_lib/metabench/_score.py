@@ -36,12 +36,11 @@ def score_new_models(
     >>> import numpy as np
     >>> import pandas as pd
     >>> from sigmap_lib.irt import simulate_responses
-    >>> from sigmap_lib.metabench import fit_metabench, score_new_models, simulate_benchmarks
-    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> small = dict(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
+    >>> from sigmap_lib.metabench import (
+    ...     TINY_SETTINGS, fit_metabench, score_new_models, simulate_benchmarks,
     ... )
-    >>> fit = fit_metabench(responses, scores, **small)
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> fit = fit_metabench(responses, scores, **TINY_SETTINGS)  # tiny settings: fast
     >>> def answers(bm):  # three new models that answer only the selected items
     ...     p = truth["params"][bm]
     ...     x = simulate_responses(p, np.array([-1.0, 0.0, 1.5]), rng=1)

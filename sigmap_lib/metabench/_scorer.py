@@ -231,10 +231,11 @@ class MetabenchScorer:
 
         Examples
         --------
-        >>> from sigmap_lib.metabench import MetabenchScorer, fit_metabench, simulate_benchmarks
+        >>> from sigmap_lib.metabench import (
+        ...     TINY_SETTINGS, MetabenchScorer, fit_metabench, simulate_benchmarks,
+        ... )
         >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-        >>> fit = fit_metabench(responses, scores, pool_size=20, n_subsets=20,
-        ...                     irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3)
+        >>> fit = fit_metabench(responses, scores, **TINY_SETTINGS)
         >>> scorer = MetabenchScorer.from_fit(fit)
         >>> sorted(scorer.benchmarks), len(scorer.items["arc"]) == len(fit.selected["arc"])
         (['arc', 'gsm8k'], True)

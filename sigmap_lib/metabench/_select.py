@@ -141,14 +141,12 @@ def select_items(
     Examples
     --------
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, build_item_pool, fit_pool_irt, select_items, simulate_benchmarks,
-    ...     split_models,
+    ...     TINY_SETTINGS, MetabenchConfig, build_item_pool, fit_pool_irt, select_items,
+    ...     simulate_benchmarks, split_models,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
     >>> split = split_models(scores)
-    >>> config = MetabenchConfig(  # tiny settings for a fast example
-    ...     pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
-    ... )
+    >>> config = MetabenchConfig(**TINY_SETTINGS)  # tiny settings for a fast example
     >>> x, y = responses["arc"], scores["arc"]
     >>> pool = build_item_pool("arc", x, y, split, config=config)
     >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)

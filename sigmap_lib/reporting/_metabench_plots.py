@@ -22,13 +22,10 @@ def plot_reconstruction(fit: MetabenchFit, path: str | os.PathLike) -> Path:
 
     Examples
     --------
-    >>> from sigmap_lib.metabench import fit_metabench, simulate_benchmarks
-    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> fit = fit_metabench(  # tiny settings for a fast example
-    ...     responses, scores, pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15,
-    ...     gam_df=5, top_k=1, n_tau=3,
-    ... )
+    >>> from sigmap_lib.metabench import TINY_SETTINGS, fit_metabench, simulate_benchmarks
     >>> from sigmap_lib.reporting import plot_reconstruction
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> fit = fit_metabench(responses, scores, **TINY_SETTINGS)  # tiny settings: fast
     >>> plot_reconstruction(fit, "reconstruction.png")  # one panel per benchmark, test models
     PosixPath('reconstruction.png')
     """
@@ -64,16 +61,16 @@ def plot_reconstruction(fit: MetabenchFit, path: str | os.PathLike) -> Path:
 def plot_test_information(fit: MetabenchFit, path: str | os.PathLike) -> Path:
     """Test information curves (sum of selected items' information) per benchmark (PNG).
 
+    A curve's height at θ is about ``1 / SE(θ)²`` of θ estimated from the selected items,
+    so it shows over which range of ability the reduced test measures precisely.
+
     Examples
     --------
-    >>> from sigmap_lib.metabench import fit_metabench, simulate_benchmarks
-    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> fit = fit_metabench(  # tiny settings for a fast example
-    ...     responses, scores, pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15,
-    ...     gam_df=5, top_k=1, n_tau=3,
-    ... )
+    >>> from sigmap_lib.metabench import TINY_SETTINGS, fit_metabench, simulate_benchmarks
     >>> from sigmap_lib.reporting import plot_test_information
-    >>> plot_test_information(fit, "test_information.png")  # one curve per benchmark
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> fit = fit_metabench({"gsm8k": responses["gsm8k"]}, scores, **TINY_SETTINGS)
+    >>> plot_test_information(fit, "test_information.png")  # one curve per benchmark, here one
     PosixPath('test_information.png')
     """
     import matplotlib
@@ -120,11 +117,12 @@ def plot_scored_models(fit: MetabenchFit, results: list[dict], path: str | os.Pa
 
     Examples
     --------
-    >>> from sigmap_lib.metabench import MetabenchScorer, fit_metabench, simulate_benchmarks
+    >>> from sigmap_lib.metabench import (
+    ...     TINY_SETTINGS, MetabenchScorer, fit_metabench, simulate_benchmarks,
+    ... )
     >>> from sigmap_lib.reporting import plot_scored_models
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30}, seed=0)
-    >>> fit = fit_metabench(responses, scores, pool_size=20, n_subsets=20, irt_models=("2PL",),
-    ...                     n_quant=15, gam_df=5, top_k=1, n_tau=3)
+    >>> fit = fit_metabench(responses, scores, **TINY_SETTINGS)
     >>> res = MetabenchScorer.from_fit(fit).score({"new/model": {"arc": {i: 1 for i in fit.selected["arc"][:5]}}})
     >>> plot_scored_models(fit, res, "scored.png")
     PosixPath('scored.png')

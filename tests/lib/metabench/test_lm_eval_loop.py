@@ -21,6 +21,7 @@ from scipy.stats import spearmanr
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.irt import estimate_theta, simulate_responses
 from sigmap_lib.metabench import (
+    TINY_SETTINGS,
     MetabenchScorer,
     fit_metabench,
     fit_tasks,
@@ -33,15 +34,11 @@ from sigmap_lib.metabench import (
     write_lm_eval_tasks,
 )
 
-SMALL = dict(
-    pool_size=20, n_subsets=20, irt_models=("2PL",), n_quant=15, gam_df=5, top_k=1, n_tau=3
-)
-
 
 @pytest.fixture(scope="module")
 def small_fit():
     responses, scores, truth = simulate_benchmarks(300, {"arc": 40, "gsm8k": 40}, seed=2)
-    fit = fit_metabench(responses, scores, **SMALL)
+    fit = fit_metabench(responses, scores, **TINY_SETTINGS)
     items = {
         bm: pd.DataFrame(
             {
