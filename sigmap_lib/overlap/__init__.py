@@ -22,6 +22,7 @@ from ._matrix import (
     OverlapMatrix,
     bootstrap_ci,
     spearman_matrix,
+    toy_overlap,
 )
 from ._performance import (
     performance_overlap,
@@ -62,4 +63,5 @@ __all__ = [
     "signature_robustness",
     "spearman_matrix",
     "spread",
+    "toy_overlap",
 ]

@@ -72,18 +72,10 @@ def group_test(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix, group_test
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ... )
-    >>> meta = {
-    ...     "arc": {"family": "ARC", "function": "reasoning"},
-    ...     "arc_easy": {"family": "ARC", "function": "reasoning"},
-    ...     "gsm8k": {"family": "GSM8K", "function": "math"},
-    ...     "math": {"family": "MATH", "function": "math"},
-    ... }
+    Two reasoning and two math benchmarks (:func:`toy_overlap`):
+
+    >>> from sigmap_lib.overlap import group_test, toy_overlap
+    >>> m, meta = toy_overlap()
     >>> r = group_test(m, meta, by="function")
     >>> r["n_same"], r["n_cross"], r["median_same"], r["median_cross"], r["rank_biserial"]
     (2, 4, 0.75, 0.2, 1.0)
@@ -135,12 +127,8 @@ def function_matrix(matrix: OverlapMatrix, functions: Mapping[str, Any]) -> dict
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix, function_matrix
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ... )
+    >>> from sigmap_lib.overlap import function_matrix, toy_overlap
+    >>> m, _ = toy_overlap()
     >>> fm = function_matrix(
     ...     m, {"arc": "reasoning", "arc_easy": "reasoning", "gsm8k": "math", "math": "math"}
     ... )
@@ -193,13 +181,8 @@ def spread(matrix: OverlapMatrix, band: tuple[float, float] = (0.1, 0.4)) -> dic
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix, spread
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ... )
-    >>> s = spread(m)  # over the 6 off-diagonal pairs
+    >>> from sigmap_lib.overlap import spread, toy_overlap
+    >>> s = spread(toy_overlap()[0])  # over the 6 off-diagonal pairs
     >>> s["n"], round(s["median"], 3), round(s["iqr"], 3)
     (6, 0.25, 0.4)
     >>> round(s["frac_in_band"], 3), round(s["frac_above_05"], 3)
@@ -342,13 +325,11 @@ def agreement(matrix_a: OverlapMatrix, matrix_b: OverlapMatrix) -> dict[str, Any
     Examples
     --------
     >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix, agreement
-    >>> labels = ("arc", "arc_easy", "gsm8k", "math")
-    >>> main = OverlapMatrix(
-    ...     labels, np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]])
-    ... )
+    >>> from sigmap_lib.overlap import OverlapMatrix, agreement, toy_overlap
+    >>> main, _ = toy_overlap()
     >>> variant = OverlapMatrix(
-    ...     labels, np.array([[1, .6, .1, .2], [.6, 1, .2, .1], [.1, .2, 1, .5], [.2, .1, .5, 1]])
+    ...     main.labels,
+    ...     np.array([[1, .6, .1, .2], [.6, 1, .2, .1], [.1, .2, 1, .5], [.2, .1, .5, 1]]),
     ... )
     >>> a = agreement(main, variant)
     >>> round(a["rho"], 3), a["n_pairs"], a["n_benchmarks"], round(a["mean_abs_diff"], 3)

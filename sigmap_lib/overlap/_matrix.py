@@ -320,19 +320,56 @@ def bootstrap_ci(
     alpha = (1.0 - level) / 2.0
     lo = np.nanquantile(boots, alpha, axis=0)
     hi = np.nanquantile(boots, 1.0 - alpha, axis=0)
-    rho, n = spearman_matrix(x, min_common=3)
+    extra = {
+        "ci_low": lo,
+        "ci_high": hi,
+        "boot_sd": np.nanstd(boots, axis=0, ddof=1),
+        "n_boot": int(n_boot),
+        "level": float(level),
+        "model_scores": x,
+    }
+    return spearman_overlap(x, labels, "signature", min_common=3, extra=extra)
+
+
+def spearman_overlap(
+    x: np.ndarray, labels: Sequence[str], level: str, *, min_common: int, extra: dict[str, Any]
+) -> OverlapMatrix:
+    """The :class:`OverlapMatrix` of the Spearman ρ between the columns of ``x``
+    (:func:`spearman_matrix`, diagonal set to 1), labelled ``labels``; ``n_common`` =
+    the rows where both columns are finite."""
+    rho, n = spearman_matrix(x, min_common=min_common)
     np.fill_diagonal(rho, 1.0)
-    return OverlapMatrix(
-        labels=tuple(labels),
-        values=rho,
-        n_common=n,
-        level="signature",
-        extra={
-            "ci_low": lo,
-            "ci_high": hi,
-            "boot_sd": np.nanstd(boots, axis=0, ddof=1),
-            "n_boot": int(n_boot),
-            "level": float(level),
-            "model_scores": x,
-        },
-    )
+    return OverlapMatrix(labels=tuple(labels), values=rho, n_common=n, level=level, extra=extra)
+
+
+def toy_overlap(level: str = "performance") -> tuple[OverlapMatrix, dict[str, dict[str, str]]]:
+    """A four-benchmark overlap matrix and its catalog metadata, for examples and tests.
+
+    ``arc`` and ``arc_easy`` (family ARC, multiple choice, reasoning) overlap 0.8,
+    ``gsm8k`` and ``math`` (generative, math; families of their own) 0.7, and the four
+    cross-function pairs 0.1 to 0.3.
+
+    Returns
+    -------
+    matrix : OverlapMatrix
+        Labels ``arc, arc_easy, gsm8k, math``, level ``level``.
+    meta : dict
+        benchmark -> ``{"family", "format", "function"}``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.overlap import toy_overlap
+    >>> m, meta = toy_overlap()
+    >>> m.labels, m.level, m.values[0].tolist()
+    (('arc', 'arc_easy', 'gsm8k', 'math'), 'performance', [1.0, 0.8, 0.2, 0.1])
+    >>> meta["gsm8k"]
+    {'family': 'GSM8K', 'format': 'gen', 'function': 'math'}
+    """
+    values = [[1, 0.8, 0.2, 0.1], [0.8, 1, 0.3, 0.2], [0.2, 0.3, 1, 0.7], [0.1, 0.2, 0.7, 1]]
+    meta = {
+        "arc": {"family": "ARC", "format": "mc", "function": "reasoning"},
+        "arc_easy": {"family": "ARC", "format": "mc", "function": "reasoning"},
+        "gsm8k": {"family": "GSM8K", "format": "gen", "function": "math"},
+        "math": {"family": "MATH", "format": "gen", "function": "math"},
+    }
+    return OverlapMatrix(tuple(meta), np.array(values), level=level), meta

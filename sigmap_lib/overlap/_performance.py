@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.overlap._matrix import OverlapMatrix, spearman_matrix
+from sigmap_lib.overlap._matrix import OverlapMatrix, spearman_overlap
 
 
 # ---------------------------------------------------------------------------------------
@@ -107,12 +107,5 @@ def performance_overlap(
         raise SigmapInputError("performance_overlap: no benchmark columns in scores")
     if np.isinf(arr).any():
         raise SigmapInputError("performance_overlap: scores contain ±inf")
-    rho, n = spearman_matrix(arr, min_common=min_common)
-    np.fill_diagonal(rho, 1.0)
-    return OverlapMatrix(
-        labels=tuple(bench),
-        values=rho,
-        n_common=n,
-        level="performance",
-        extra={"n_models": int(arr.shape[0])},
-    )
+    extra = {"n_models": int(arr.shape[0])}
+    return spearman_overlap(arr, bench, "performance", min_common=min_common, extra=extra)

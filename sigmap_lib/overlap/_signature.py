@@ -10,7 +10,7 @@ from typing import Literal
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.overlap._matrix import OverlapMatrix, spearman_matrix
+from sigmap_lib.overlap._matrix import OverlapMatrix, spearman_overlap
 
 # ---------------------------------------------------------------------------------------
 # Signature overlap
@@ -171,20 +171,13 @@ def signature_model_scores(
 def _overlap_from_model_scores(
     labels: Sequence[str], s: np.ndarray, no_signature: Mapping[str, str] | None = None
 ) -> OverlapMatrix:
-    rho, n = spearman_matrix(s, min_common=3)
-    np.fill_diagonal(rho, 1.0)
     empty = {
         lab: (no_signature or {}).get(lab, "empty signature")
         for lab, col in zip(labels, s.T)
         if np.isnan(col).all()
     }
-    return OverlapMatrix(
-        labels=tuple(labels),
-        values=rho,
-        n_common=n,
-        level="signature",
-        extra={"model_scores": s, "no_signature": empty},
-    )
+    extra = {"model_scores": s, "no_signature": empty}
+    return spearman_overlap(s, labels, "signature", min_common=3, extra=extra)
 
 
 def signature_overlap(

@@ -28,21 +28,9 @@ def level_analyses(matrix: Any, meta: Mapping[str, Mapping[str, str]]) -> dict[s
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.overlap import toy_overlap
     >>> from sigmap_lib.reporting import level_analyses
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ...     level="performance",
-    ... )
-    >>> meta = {
-    ...     "arc": {"family": "ARC", "format": "mc", "function": "reasoning"},
-    ...     "arc_easy": {"family": "ARC", "format": "mc", "function": "reasoning"},
-    ...     "gsm8k": {"family": "GSM8K", "format": "gen", "function": "math"},
-    ...     "math": {"family": "MATH", "format": "gen", "function": "math"},
-    ... }
-    >>> res = level_analyses(m, meta)
+    >>> res = level_analyses(*toy_overlap())  # the matrix and its benchmarks' metadata
     >>> sorted(res)
     ['cluster', 'family', 'format', 'function', 'spread']
     >>> res["family"]["n_same"], res["format"]["n_same"], res["function"]["within_mean"]
@@ -184,21 +172,10 @@ def build_overlap_report(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix
     >>> from pathlib import Path
+    >>> from sigmap_lib.overlap import toy_overlap
     >>> from sigmap_lib.reporting import build_overlap_report, render_html_report
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ...     level="performance",
-    ... )
-    >>> meta = {
-    ...     "arc": {"family": "ARC", "format": "mc", "function": "reasoning"},
-    ...     "arc_easy": {"family": "ARC", "format": "mc", "function": "reasoning"},
-    ...     "gsm8k": {"family": "GSM8K", "format": "gen", "function": "math"},
-    ...     "math": {"family": "MATH", "format": "gen", "function": "math"},
-    ... }
+    >>> m, meta = toy_overlap("performance")
     >>> sections, summary = build_overlap_report({"performance": m}, meta, "plots")
     >>> [s.title for s in sections]
     ['Findings', 'The three levels side by side', 'Performance level']

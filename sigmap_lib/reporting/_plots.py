@@ -66,14 +66,9 @@ def heatmap(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.overlap import toy_overlap
     >>> from sigmap_lib.reporting import heatmap
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ...     level="performance",
-    ... )
+    >>> m, _ = toy_overlap()
     >>> heatmap(m, "performance_heatmap.png", title="performance overlap")  # clustered order
     PosixPath('performance_heatmap.png')
     """
@@ -126,15 +121,9 @@ def dendrogram(matrix: OverlapMatrix, path: str | Path, *, title: str = "") -> P
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.overlap import toy_overlap
     >>> from sigmap_lib.reporting import dendrogram
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ...     level="performance",
-    ... )
-    >>> path = dendrogram(m, "performance_dendrogram.png")
+    >>> path = dendrogram(toy_overlap()[0], "performance_dendrogram.png")
     >>> path.name, path.stat().st_size > 0
     ('performance_dendrogram.png', True)
     """
@@ -173,13 +162,9 @@ def level_distributions(
     Examples
     --------
     >>> import numpy as np
-    >>> from sigmap_lib.overlap import OverlapMatrix
+    >>> from sigmap_lib.overlap import toy_overlap
     >>> from sigmap_lib.reporting import level_distributions
-    >>> m = OverlapMatrix(
-    ...     ("arc", "arc_easy", "gsm8k", "math"),
-    ...     np.array([[1, .8, .2, .1], [.8, 1, .3, .2], [.2, .3, 1, .7], [.1, .2, .7, 1]]),
-    ...     level="performance",
-    ... )
+    >>> m, _ = toy_overlap()
     >>> semantic = np.array([0.15, 0.3, 0.22, 0.4, 0.35, 0.18])  # or a second OverlapMatrix
     >>> level_distributions({"semantic": semantic, "performance": m}, "levels.png")
     PosixPath('levels.png')
