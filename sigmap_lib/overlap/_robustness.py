@@ -155,8 +155,14 @@ def signature_robustness(
     main_method = base.get("method") or base.get("criterion", "aic")
     calibrated = str(main_method).startswith("calibrated")
 
-    def add(name: str, desc: str, sigs: dict[str, np.ndarray], matrix: Any, **extra: Any) -> None:
+    def add(
+        name: str, desc: str, sigs: dict[str, np.ndarray], models: np.ndarray | None = None
+    ) -> None:
+        """Record the variant: its overlap matrix (over ``models`` only, when given) and
+        its agreement with ``main``."""
+        matrix = _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models=models)
         agree = agreement(main, matrix)
+        extra: dict[str, Any] = {} if models is None else {"models": models.tolist()}
         if main_signatures is not None:
             extra["unit_jaccard"] = _mean_jaccard(main_signatures, sigs)
         out.append(Variant(name, desc, sigs, matrix, agree["rho"], agree["n_pairs"], extra))
@@ -185,51 +191,28 @@ def signature_robustness(
         sigs = run(all_values, y, statistic=other)
         label = f"screening={other}"
         desc = f"{other} instead of {base.get('statistic', 'thrush')} screening"
-    add(label, desc, sigs, _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd))
+    add(label, desc, sigs)
     # 2. each half of the corpus
     for name, lo, hi in (("corpus half 1", 0, split), ("corpus half 2", split, d)):
-        sigs = run(all_values[lo:hi], y, offset=lo)
-        add(
-            name,
-            f"units {lo:,}–{hi:,} only",
-            sigs,
-            _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
-        )
+        add(name, f"units {lo:,}–{hi:,} only", run(all_values[lo:hi], y, offset=lo))
     # 3. random subsets of models
     size = max(5, round(subset_fraction * m))
     if size < m:
         for i in range(n_model_subsets):
             models = np.sort(rng.choice(m, size=size, replace=False))
             sigs = run(all_values[:, models], y[models])
-            add(
-                f"models subset {i + 1}",
-                f"{size} of {m} models",
-                sigs,
-                _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models=models),
-                models=models.tolist(),
-            )
+            add(f"models subset {i + 1}", f"{size} of {m} models", sigs, models=models)
     # 4. other criteria (forward selection) and the other methods side by side
     if not calibrated:
         for crit in criteria:
             if crit == base.get("criterion", "aic"):
                 continue
             sigs = run(all_values, y, criterion=crit)
-            add(
-                f"criterion={crit}",
-                f"{crit} instead of {base.get('criterion', 'aic')}",
-                sigs,
-                _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
-            )
+            add(f"criterion={crit}", f"{crit} instead of {base.get('criterion', 'aic')}", sigs)
     for meth in methods:
         if meth == main_method or (not calibrated and meth in criteria):
             continue
-        sigs = run(all_values, y, method=meth)
-        add(
-            f"method={meth}",
-            f"{meth} instead of {main_method}",
-            sigs,
-            _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd),
-        )
+        add(f"method={meth}", f"{meth} instead of {main_method}", run(all_values, y, method=meth))
     return out
 
 

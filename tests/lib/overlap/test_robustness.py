@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 from scipy.stats import spearmanr
@@ -17,34 +19,43 @@ def world(tmp_path_factory):
     return SyntheticWorld.load(root)
 
 
-def test_variants_recompute_the_matrix_and_agreement_is_spearman(world) -> None:
+@pytest.fixture(scope="module")
+def data(world) -> SimpleNamespace:
+    """The world's NLL arrays (one per model), benchmark names and scores, and ``norm``: the
+    bits-per-byte normalisation keywords (5-byte units)."""
     import polars as pl
 
     arrays = [np.asarray(a) for a in world.nll_arrays()]
     scores = pl.read_csv(world.root / "scores.csv")
     names = [c for c in scores.columns if c != "model"]
-    y = scores.select(names).to_numpy()
     nbytes = np.full(arrays[0].shape[0], 5)
     bpb = np.stack([a / (nbytes * np.log(2)) for a in arrays], axis=1)
-    mean, sd = bpb.mean(axis=0), bpb.std(axis=0)
-    values = np.stack(arrays, axis=1)
+    norm = {"unit_nbytes": nbytes, "bpb_mean": bpb.mean(axis=0), "bpb_sd": bpb.std(axis=0)}
+    return SimpleNamespace(arrays=arrays, names=names, y=scores.select(names).to_numpy(), norm=norm)
+
+
+def _main(data: SimpleNamespace, kw: dict) -> tuple[dict, object]:
+    """The main signatures, extracted with ``kw``, and their overlap matrix."""
+    values = np.stack(data.arrays, axis=1)
+    found = extract_signatures(values, data.y, benchmark_names=data.names, **kw)
+    sigs = {s.benchmark: s.units for s in found}
+    read = lambda u: gather_units(data.arrays, u).T  # noqa: E731
+    return sigs, signature_overlap(sigs, nll=read, **data.norm)
+
+
+def test_variants_recompute_the_matrix_and_agreement_is_spearman(data) -> None:
+    names = data.names
     kw = {"k": 20, "statistic": "thrush", "two_sided": True, "criterion": "aic", "gamma": 0.5}
-    sigs = {
-        s.benchmark: s.units for s in extract_signatures(values, y, benchmark_names=names, **kw)
-    }
-    read = lambda u: gather_units(arrays, u).T  # noqa: E731
-    main = signature_overlap(sigs, nll=read, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd)
+    _, main = _main(data, kw)
     variants = signature_robustness(
-        arrays,
-        y,
+        data.arrays,
+        data.y,
         names,
         main=main,
-        unit_nbytes=nbytes,
-        bpb_mean=mean,
-        bpb_sd=sd,
         extract_kwargs=kw,
         n_model_subsets=2,
         seed=0,
+        **data.norm,
     )
     got = [v.name for v in variants]
     assert got == [
@@ -69,10 +80,10 @@ def test_variants_recompute_the_matrix_and_agreement_is_spearman(world) -> None:
     )  # global unit ids of the second half
 
 
-def test_bad_split_is_rejected(world) -> None:
+def test_bad_split_is_rejected(data) -> None:
     from sigmap_lib.errors import SigmapInputError
 
-    arrays = [np.asarray(a) for a in world.nll_arrays()]
+    arrays = data.arrays
     y = np.random.default_rng(0).random((len(arrays), 2))
     with pytest.raises(SigmapInputError, match="corpus_split"):
         signature_robustness(
@@ -89,12 +100,10 @@ def test_bad_split_is_rejected(world) -> None:
 
 
 def test_forward_selection_variants_do_not_inherit_the_max_t_permutations(
-    world, monkeypatch
+    data, monkeypatch
 ) -> None:
     """With a calibrated main, the AIC / Lasso variants get no ``n_permutations`` (for forward
     selection it would be a permutation null of the whole procedure: P extra passes)."""
-    import polars as pl
-
     import sigmap_lib.signatures._signature as sig_mod
 
     calls = []
@@ -105,32 +114,18 @@ def test_forward_selection_variants_do_not_inherit_the_max_t_permutations(
         return real(*args, **kwargs)
 
     monkeypatch.setattr(sig_mod, "extract_signatures", spy)
-    arrays = [np.asarray(a) for a in world.nll_arrays()]
-    scores = pl.read_csv(world.root / "scores.csv")
-    names = [c for c in scores.columns if c != "model"]
-    y = scores.select(names).to_numpy()
-    nbytes = np.full(arrays[0].shape[0], 5)
-    bpb = np.stack([a / (nbytes * np.log(2)) for a in arrays], axis=1)
     kw = {"method": "calibrated", "n_permutations": 19, "k": 20, "two_sided": True}
-    main_sigs = {
-        s.benchmark: s.units for s in real(np.stack(arrays, 1), y, benchmark_names=names, **kw)
-    }
-    read = lambda u: gather_units(arrays, u).T  # noqa: E731
-    main = signature_overlap(
-        main_sigs, nll=read, unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0)
-    )
+    main_sigs, main = _main(data, kw)  # the real extract_signatures: not in ``calls``
     signature_robustness(
-        arrays,
-        y,
-        names,
+        data.arrays,
+        data.y,
+        data.names,
         main=main,
-        unit_nbytes=nbytes,
-        bpb_mean=bpb.mean(0),
-        bpb_sd=bpb.std(0),
         extract_kwargs=kw,
         n_model_subsets=0,
         methods=("aic", "lasso"),
         main_signatures=main_sigs,
+        **data.norm,
     )
     by_method = {c.get("method"): c for c in calls}
     assert by_method["calibrated"]["n_permutations"] == 19
