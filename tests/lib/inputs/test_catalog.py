@@ -6,6 +6,7 @@ import pytest
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs import Benchmark, benchmark_slug, catalog_from_dict, read_catalog
+from tests.lib.helpers import input_error
 
 GOOD = """\
 benchmarks:
@@ -88,11 +89,7 @@ def test_read_catalog_resolves_paths_and_keeps_order(tmp_path: Path) -> None:
 )
 def test_bad_catalogs_name_file_and_problem(tmp_path: Path, text: str, fragment: str) -> None:
     p = _write(tmp_path, text, "my_catalog.yaml")
-    with pytest.raises(SigmapInputError) as exc:
-        read_catalog(p)
-    msg = str(exc.value)
-    assert "my_catalog.yaml" in msg
-    assert fragment in msg
+    input_error(lambda: read_catalog(p), "my_catalog.yaml", fragment)
 
 
 def test_benchmark_named_in_entry_errors(tmp_path: Path) -> None:

@@ -15,6 +15,7 @@ from sigmap_lib.inputs import (
     read_questions,
     read_responses,
 )
+from tests.lib.helpers import input_error
 
 
 def _write(tmp_path: Path, name: str, text: str) -> Path:
@@ -113,12 +114,7 @@ def test_response_errors(
     tmp_path: Path, name: str, text: str, kwargs: dict, fragments: list[str]
 ) -> None:
     p = _write(tmp_path, "bad_" + name, text)
-    with pytest.raises(SigmapInputError) as exc:
-        read_responses(p, **kwargs)
-    msg = str(exc.value)
-    assert "bad_" + name in msg
-    for f in fragments:
-        assert f in msg, msg
+    input_error(lambda: read_responses(p, **kwargs), "bad_" + name, *fragments)
 
 
 def test_response_matrix_validates() -> None:
@@ -210,12 +206,7 @@ def test_lm_eval_samples_options_errors(tmp_path: Path, case: str, fragments: li
         "unknown_task": {"task": "hellaswag"},
         "bad_filter": {"task": "gsm8k", "filter": "x"},
     }[case]
-    with pytest.raises(SigmapInputError) as exc:
-        read_lm_eval_samples(out, **kwargs)
-    msg = str(exc.value)
-    assert "out" in msg
-    for f in fragments:
-        assert f in msg, msg
+    input_error(lambda: read_lm_eval_samples(out, **kwargs), "out", *fragments)
 
 
 @pytest.mark.parametrize(
@@ -237,12 +228,8 @@ def test_lm_eval_samples_file_errors(
     tmp_path: Path, lines: list[str], fragments: list[str]
 ) -> None:
     p = _write(tmp_path, "m/samples_task_2024-01-01T00-00-00.1.jsonl", "\n".join(lines) + "\n")
-    with pytest.raises(SigmapInputError) as exc:
-        read_lm_eval_samples(p, min_models=1)
-    msg = str(exc.value)
-    assert "samples_task_2024-01-01T00-00-00.1.jsonl" in msg
-    for f in fragments:
-        assert f in msg, msg
+    name = "samples_task_2024-01-01T00-00-00.1.jsonl"
+    input_error(lambda: read_lm_eval_samples(p, min_models=1), name, *fragments)
 
 
 def test_lm_eval_samples_missing_items_and_min_models(tmp_path: Path) -> None:
@@ -301,12 +288,7 @@ def test_read_questions_errors(
     tmp_path: Path, name: str, text: str, kwargs: dict, fragments: list[str]
 ) -> None:
     p = _write(tmp_path, "bad_" + name, text)
-    with pytest.raises(SigmapInputError) as exc:
-        read_questions(p, **kwargs)
-    msg = str(exc.value)
-    assert "bad_" + name in msg
-    for f in fragments:
-        assert f in msg, msg
+    input_error(lambda: read_questions(p, **kwargs), "bad_" + name, *fragments)
 
 
 def test_metabench_questions_synthetic(tmp_path: Path) -> None:

@@ -7,21 +7,10 @@ import numpy as np
 import polars as pl
 import pytest
 
+import sigmap_lib.inputs.scores as sc
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs import catalog_from_dict
-from sigmap_lib.inputs.scores import (
-    apply_model_match,
-    from_wide,
-    match_models,
-    normalize_model_id,
-    read_lm_eval_results,
-    read_long,
-    read_score_sources,
-    read_scores,
-    read_wide,
-    to_wide,
-    validate_scores,
-)
+from tests.lib.helpers import input_error
 
 V1_LIKE = """\
 name,link,complete,avg,arc,hellaswag,mmlu,available,moe,sha,precision,nparams,size
@@ -45,7 +34,7 @@ def _rows(df: pl.DataFrame) -> set[tuple[str, str, float]]:
 
 
 def test_read_wide_leaderboard_skips_metadata(tmp_path: Path) -> None:
-    t = read_wide(_csv(tmp_path, V1_LIKE))
+    t = sc.read_wide(_csv(tmp_path, V1_LIKE))
     assert t.columns == ["model", "benchmark", "score"]
     assert t.schema["score"] == pl.Float64
     assert _rows(t) == {
@@ -59,7 +48,7 @@ def test_read_wide_leaderboard_skips_metadata(tmp_path: Path) -> None:
     }
     # file order: model rows, then benchmark columns
     assert t["model"].to_list()[:2] == ["org/a", "org/a"]
-    models, benches, values = to_wide(t)
+    models, benches, values = sc.to_wide(t)
     assert models == ["org/a", "org/b", "org/c"]
     assert benches == ["arc", "hellaswag", "mmlu"]
     assert values.shape == (3, 3) and np.isnan(values[0, 2]) and np.isnan(values[1, 0])
@@ -70,11 +59,11 @@ def test_read_wide_model_column_detection_and_options(tmp_path: Path) -> None:
         tmp_path,
         "Model,Model Family,Model Size (B),FLOPs (1E21),MMLU,ARC-C\nm1,F,7,84,0.4,0.5\nm2,F,13,,0.5,\n",
     )
-    t = read_wide(p)
+    t = sc.read_wide(p)
     assert _rows(t) == {("m1", "MMLU", 0.4), ("m1", "ARC-C", 0.5), ("m2", "MMLU", 0.5)}
-    t2 = read_wide(p, benchmarks=["ARC-C"], rename={"ARC-C": "arc"})
+    t2 = sc.read_wide(p, benchmarks=["ARC-C"], rename={"ARC-C": "arc"})
     assert _rows(t2) == {("m1", "arc", 0.5)}
-    t3 = read_wide(p, model_column="Model Family", benchmarks=["MMLU"], duplicates="mean")
+    t3 = sc.read_wide(p, model_column="Model Family", benchmarks=["MMLU"], duplicates="mean")
     assert _rows(t3) == {("F", "MMLU", 0.45)}
 
 
@@ -83,27 +72,27 @@ def test_read_wide_parquet(tmp_path: Path) -> None:
     pl.DataFrame(
         {"model": ["a", "b"], "x": [1.0, None], "y": [2, 3], "rank": [1, 2], "flag": [True, False]}
     ).write_parquet(p)
-    assert _rows(read_wide(p)) == {("a", "x", 1.0), ("a", "y", 2.0), ("b", "y", 3.0)}
+    assert _rows(sc.read_wide(p)) == {("a", "x", 1.0), ("a", "y", 2.0), ("b", "y", 3.0)}
 
 
 def test_read_wide_duplicates(tmp_path: Path) -> None:
     p = _csv(tmp_path, "model,x,y\na,1,2\nb,3,4\na,5,\nc,1,1\nc,1,1\n", "dup.csv")
     with pytest.raises(SigmapInputError) as exc:
-        read_wide(p)
+        sc.read_wide(p)
     msg = str(exc.value)
     assert "dup.csv" in msg and "'a'" in msg and "line 2, line 4" in msg
     assert "duplicates='first'" in msg and "'c'" not in msg  # identical rows are no conflict
-    assert _rows(read_wide(p, duplicates="first")) == {
+    assert _rows(sc.read_wide(p, duplicates="first")) == {
         ("a", "x", 1.0), ("a", "y", 2.0), ("b", "x", 3.0), ("b", "y", 4.0),
         ("c", "x", 1.0), ("c", "y", 1.0),
     }  # fmt: skip
-    last = read_wide(p, duplicates="last")
+    last = sc.read_wide(p, duplicates="last")
     assert ("a", "x", 5.0) in _rows(last) and not any(r[:2] == ("a", "y") for r in _rows(last))
-    mean = read_wide(p, duplicates="mean")
+    mean = sc.read_wide(p, duplicates="mean")
     assert ("a", "x", 3.0) in _rows(mean) and ("a", "y", 2.0) in _rows(mean)
     assert mean.filter(pl.col("model") == "c").height == 2
     with pytest.raises(SigmapInputError, match="duplicates must be"):
-        read_wide(p, duplicates="max")  # type: ignore[arg-type]
+        sc.read_wide(p, duplicates="max")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
@@ -130,30 +119,25 @@ def test_read_wide_duplicates(tmp_path: Path) -> None:
 )
 def test_read_wide_errors(tmp_path: Path, text: str, kwargs: dict, fragments: list[str]) -> None:
     p = _csv(tmp_path, text, "bad_scores.csv")
-    with pytest.raises(SigmapInputError) as exc:
-        read_wide(p, **kwargs)
-    msg = str(exc.value)
-    assert "bad_scores.csv" in msg
-    for f in fragments:
-        assert f in msg
+    input_error(lambda: sc.read_wide(p, **kwargs), "bad_scores.csv", *fragments)
 
 
 def test_explicit_non_numeric_column_is_an_error(tmp_path: Path) -> None:
     p = _csv(tmp_path, "model,x,flag\na,1,True\n", "f.csv")
     with pytest.raises(SigmapInputError, match=r"f\.csv: column 'flag' has 1 non-numeric"):
-        read_wide(p, benchmarks=["x", "flag"])
+        sc.read_wide(p, benchmarks=["x", "flag"])
     p2 = tmp_path / "f.parquet"
     pl.DataFrame({"model": ["a"], "x": [1.0], "flag": [True]}).write_parquet(p2)
     with pytest.raises(SigmapInputError, match=r"f\.parquet: column 'flag' holds true/false"):
-        read_wide(p2, benchmarks=["flag"])
+        sc.read_wide(p2, benchmarks=["flag"])
 
 
 def test_unsupported_and_missing_file(tmp_path: Path) -> None:
     p = _csv(tmp_path, "x", "s.xlsx")
     with pytest.raises(SigmapInputError, match=r"s\.xlsx: unsupported file type"):
-        read_wide(p)
+        sc.read_wide(p)
     with pytest.raises(SigmapInputError, match=r"absent\.csv: file not found"):
-        read_wide(tmp_path / "absent.csv")
+        sc.read_wide(tmp_path / "absent.csv")
 
 
 # --- long -------------------------------------------------------------------------------
@@ -161,16 +145,16 @@ def test_unsupported_and_missing_file(tmp_path: Path) -> None:
 
 def test_read_long(tmp_path: Path) -> None:
     p = _csv(tmp_path, "llm,task,value,extra\na,x,1\nb,x,2,z\na,y,NA\na,y2, 0.5 \n", "long.csv")
-    t = read_long(p, model_column="llm", benchmark_column="task", score_column="value")
+    t = sc.read_long(p, model_column="llm", benchmark_column="task", score_column="value")
     assert _rows(t) == {("a", "x", 1.0), ("b", "x", 2.0), ("a", "y2", 0.5)}
-    t2 = read_long(
+    t2 = sc.read_long(
         p, model_column="llm", benchmark_column="task", score_column="value",
         benchmarks=["x"], rename={"x": "X"},
     )  # fmt: skip
     assert _rows(t2) == {("a", "X", 1.0), ("b", "X", 2.0)}
     pq = tmp_path / "long.parquet"
     pl.DataFrame({"model": ["a", "a"], "benchmark": ["x", "y"], "score": [1, 2]}).write_parquet(pq)
-    assert _rows(read_long(pq)) == {("a", "x", 1.0), ("a", "y", 2.0)}
+    assert _rows(sc.read_long(pq)) == {("a", "x", 1.0), ("a", "y", 2.0)}
 
 
 @pytest.mark.parametrize(
@@ -189,19 +173,14 @@ def test_read_long(tmp_path: Path) -> None:
 )
 def test_read_long_errors(tmp_path: Path, text: str, kwargs: dict, fragments: list[str]) -> None:
     p = _csv(tmp_path, text, "bad_long.csv")
-    with pytest.raises(SigmapInputError) as exc:
-        read_long(p, **kwargs)
-    msg = str(exc.value)
-    assert "bad_long.csv" in msg
-    for f in fragments:
-        assert f in msg
+    input_error(lambda: sc.read_long(p, **kwargs), "bad_long.csv", *fragments)
 
 
 def test_read_long_identical_duplicates_collapse(tmp_path: Path) -> None:
     p = _csv(tmp_path, "model,benchmark,score\na,x,1\na,x,1.0\nb,x,2\n")
-    assert read_long(p).height == 2
+    assert sc.read_long(p).height == 2
     p2 = _csv(tmp_path, "model,benchmark,score\na,x,1\na,x,3\n", "d2.csv")
-    assert _rows(read_long(p2, duplicates="mean")) == {("a", "x", 2.0)}
+    assert _rows(sc.read_long(p2, duplicates="mean")) == {("a", "x", 2.0)}
 
 
 # --- lm-eval ----------------------------------------------------------------------------
@@ -256,7 +235,7 @@ def _lm_eval_dir(root: Path) -> Path:
 
 
 def test_read_lm_eval_results_default_metrics_and_latest(tmp_path: Path) -> None:
-    t = read_lm_eval_results(_lm_eval_dir(tmp_path))
+    t = sc.read_lm_eval_results(_lm_eval_dir(tmp_path))
     assert _rows(t) == {
         ("org/model-a", "arc_challenge", 0.47),  # acc_norm, latest file wins
         ("org/model-a", "gsm8k", 0.10),  # strict-match before flexible-extract
@@ -268,7 +247,7 @@ def test_read_lm_eval_results_default_metrics_and_latest(tmp_path: Path) -> None
 
 def test_read_lm_eval_results_metrics_tasks_rename(tmp_path: Path) -> None:
     root = _lm_eval_dir(tmp_path)
-    t = read_lm_eval_results(
+    t = sc.read_lm_eval_results(
         root, metrics={"arc_challenge": "acc", "gsm8k": "exact_match,flexible-extract"},
         tasks=["arc_challenge", "gsm8k"], rename={"arc_challenge": "arc"},
     )  # fmt: skip
@@ -277,14 +256,14 @@ def test_read_lm_eval_results_metrics_tasks_rename(tmp_path: Path) -> None:
         ("org/model-a", "gsm8k", 0.12),
         ("org/model-b", "arc", 0.30),
     }
-    t1 = read_lm_eval_results(root / "org__model-b" / "results.json", model="renamed")
+    t1 = sc.read_lm_eval_results(root / "org__model-b" / "results.json", model="renamed")
     assert set(t1["model"]) == {"renamed"}
 
 
 def test_read_lm_eval_results_conflict_error(tmp_path: Path) -> None:
     root = _lm_eval_dir(tmp_path)
     with pytest.raises(SigmapInputError) as exc:
-        read_lm_eval_results(root, on_conflict="error")
+        sc.read_lm_eval_results(root, on_conflict="error")
     msg = str(exc.value)
     assert "org/model-a" in msg and "arc_challenge" in msg
     assert "results_2024-05-01T10-00-00.000001.json" in msg
@@ -316,7 +295,7 @@ def test_read_lm_eval_results_errors(
         tmp_path / "run", "results_bad.json", results, model_args=args, hib=extra.get("hib")
     )
     with pytest.raises(SigmapInputError) as exc:
-        read_lm_eval_results(tmp_path / "run", **kwargs)
+        sc.read_lm_eval_results(tmp_path / "run", **kwargs)
     msg = str(exc.value)
     assert str(p) in msg or "run" in msg
     for f in fragments:
@@ -327,14 +306,14 @@ def test_read_lm_eval_results_bad_files(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     (tmp_path / "a" / "results_x.json").write_text("{not json")
     with pytest.raises(SigmapInputError, match=r"results_x\.json: not valid JSON"):
-        read_lm_eval_results(tmp_path / "a")
+        sc.read_lm_eval_results(tmp_path / "a")
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "results.json").write_text('{"foo": 1}')
     with pytest.raises(SigmapInputError, match=r"b/results\.json: no 'results' mapping"):
-        read_lm_eval_results(tmp_path / "b")
+        sc.read_lm_eval_results(tmp_path / "b")
     (tmp_path / "c").mkdir()
     with pytest.raises(SigmapInputError, match="no results"):
-        read_lm_eval_results(tmp_path / "c")
+        sc.read_lm_eval_results(tmp_path / "c")
 
 
 # --- dispatch + sources + validation ----------------------------------------------------
@@ -344,31 +323,31 @@ def test_read_scores_dispatch(tmp_path: Path) -> None:
     _csv(tmp_path, V1_LIKE, "lb.csv")
     _csv(tmp_path, "model,benchmark,score\norg/a,x,0.5\n", "long.csv")
     lm = _lm_eval_dir(tmp_path)
-    t = read_scores(
+    t = sc.read_scores(
         {"kind": "leaderboard", "path": "lb.csv", "benchmarks": ["arc"]}, base_dir=tmp_path
     )
     assert _rows(t) == {("org/a", "arc", 40.5), ("org/c", "arc", 41.0)}
-    assert read_scores({"kind": "wide", "path": str(tmp_path / "lb.csv")}).height == 7
-    t2 = read_scores({"kind": "long", "path": str(tmp_path / "long.csv"), "scale": 100})
+    assert sc.read_scores({"kind": "wide", "path": str(tmp_path / "lb.csv")}).height == 7
+    t2 = sc.read_scores({"kind": "long", "path": str(tmp_path / "long.csv"), "scale": 100})
     assert _rows(t2) == {("org/a", "x", 50.0)}
-    t3 = read_scores({"kind": "lm_eval", "path": str(lm), "tasks": ["mmlu"]})
+    t3 = sc.read_scores({"kind": "lm_eval", "path": str(lm), "tasks": ["mmlu"]})
     assert _rows(t3) == {("org/model-a", "mmlu", 0.5), ("org/model-b", "mmlu", 0.25)}
     with pytest.raises(SigmapInputError, match="kind must be one of"):
-        read_scores({"kind": "excel", "path": "x"})
+        sc.read_scores({"kind": "excel", "path": "x"})
     with pytest.raises(SigmapInputError, match="missing 'path'"):
-        read_scores({"kind": "wide"})
+        sc.read_scores({"kind": "wide"})
     with pytest.raises(
         SigmapInputError, match=r"lb\.csv \(kind 'wide'\): unknown option\(s\) \['colums'\]"
     ):
-        read_scores({"kind": "wide", "path": str(tmp_path / "lb.csv"), "colums": 1})
+        sc.read_scores({"kind": "wide", "path": str(tmp_path / "lb.csv"), "colums": 1})
     with pytest.raises(SigmapInputError, match="scale must be a positive"):
-        read_scores({"kind": "wide", "path": str(tmp_path / "lb.csv"), "scale": -1})
+        sc.read_scores({"kind": "wide", "path": str(tmp_path / "lb.csv"), "scale": -1})
 
 
 def test_read_score_sources_concat_conflicts_and_min_models(tmp_path: Path) -> None:
     a = _csv(tmp_path, "model,x,y,z\nm1,1,2,9\nm2,3,4,\nm3,5,6,\n", "a.csv")
     b = _csv(tmp_path, "model,benchmark,score\nm1,x,1\nm4,x,7\nm4,w,1\n", "b.csv")
-    table, rep = read_score_sources(
+    table, rep = sc.read_score_sources(
         [{"kind": "wide", "path": str(a)}, {"kind": "long", "path": str(b)}], min_models=2
     )
     assert table.columns == ["model", "benchmark", "score"]
@@ -384,13 +363,13 @@ def test_read_score_sources_concat_conflicts_and_min_models(tmp_path: Path) -> N
     assert rep.sources == [str(a), str(b)]
     assert json.dumps(rep.to_metadata())
     with pytest.raises(SigmapInputError, match=r"fewer than min_models=2.*'z' \(1\)"):
-        read_score_sources(
+        sc.read_score_sources(
             [{"kind": "wide", "path": str(a)}, {"kind": "long", "path": str(b)}],
             min_models=2, strict=True,
         )  # fmt: skip
     c = _csv(tmp_path, "model,benchmark,score\nm2,x,3.5\n", "c.csv")
     with pytest.raises(SigmapInputError) as exc:
-        read_score_sources([{"kind": "wide", "path": str(a)}, {"kind": "long", "path": str(c)}])
+        sc.read_score_sources([{"kind": "wide", "path": str(a)}, {"kind": "long", "path": str(c)}])
     msg = str(exc.value)
     assert "'m2'" in msg and "'x'" in msg and "a.csv: 3" in msg and "c.csv: 3.5" in msg
 
@@ -411,7 +390,7 @@ def test_validate_scores_range_and_catalog() -> None:
             "score": [0.1, 0.9, 1.0, 5.0],
         }
     )
-    out, rep = validate_scores(t, catalog=cat, min_models=1)
+    out, rep = sc.validate_scores(t, catalog=cat, min_models=1)
     assert out.height == 4
     assert any("['y'] are not in the catalog" in w for w in rep.warnings)
     assert any("['q'] have no scores" in w for w in rep.warnings)
@@ -420,7 +399,7 @@ def test_validate_scores_range_and_catalog() -> None:
     )
     bad = bad.with_columns(pl.lit("leader.csv").alias("source"))
     with pytest.raises(SigmapInputError) as exc:
-        validate_scores(bad, catalog=cat, min_models=1)
+        sc.validate_scores(bad, catalog=cat, min_models=1)
     msg = str(exc.value)
     assert "benchmark 'x'" in msg and "model 'b' in leader.csv: 1.5" in msg and "[0, 1]" in msg
 
@@ -443,7 +422,7 @@ def test_validate_scores_range_and_catalog() -> None:
 )
 def test_validate_scores_errors(table: pl.DataFrame, fragment: str) -> None:
     with pytest.raises(SigmapInputError) as exc:
-        validate_scores(table, source="my.csv", min_models=1)
+        sc.validate_scores(table, source="my.csv", min_models=1)
     assert "my.csv" in str(exc.value) and fragment in str(exc.value)
 
 
@@ -455,25 +434,25 @@ def test_to_wide_from_wide_roundtrip() -> None:
     vals = rng.normal(size=(5, 3))
     vals[rng.random((5, 3)) < 0.3] = np.nan
     models, benches = [f"m{i}" for i in range(5)], ["a", "b", "c"]
-    long = from_wide(models, benches, vals)
+    long = sc.from_wide(models, benches, vals)
     assert long.height == int((~np.isnan(vals)).sum())
-    m2, b2, v2 = to_wide(long, models=models, benchmarks=benches)
+    m2, b2, v2 = sc.to_wide(long, models=models, benchmarks=benches)
     assert m2 == models and b2 == benches
     np.testing.assert_array_equal(np.isnan(v2), np.isnan(vals))
     np.testing.assert_allclose(v2[~np.isnan(v2)], vals[~np.isnan(vals)])
-    _, _, v3 = to_wide(long, models=["zz", "m1"], benchmarks=["c"])
+    _, _, v3 = sc.to_wide(long, models=["zz", "m1"], benchmarks=["c"])
     assert np.isnan(v3[0, 0]) and (np.isnan(v3[1, 0]) == np.isnan(vals[1, 2]))
     with pytest.raises(SigmapInputError, match="shape"):
-        from_wide(models, benches, vals[:, :2])
+        sc.from_wide(models, benches, vals[:, :2])
 
 
 # --- matching ---------------------------------------------------------------------------
 
 
 def test_normalize_model_id() -> None:
-    assert normalize_model_id(" EleutherAI__Pythia-160m@main ") == "eleutherai/pythia-160m"
-    assert normalize_model_id("https://huggingface.co/Org/Name") == "org/name"
-    assert normalize_model_id("org/name@3f2a") == "org/name"
+    assert sc.normalize_model_id(" EleutherAI__Pythia-160m@main ") == "eleutherai/pythia-160m"
+    assert sc.normalize_model_id("https://huggingface.co/Org/Name") == "org/name"
+    assert sc.normalize_model_id("org/name@3f2a") == "org/name"
 
 
 def test_match_models() -> None:
@@ -485,7 +464,7 @@ def test_match_models() -> None:
         "Q/R", "q/r@main",  # both want q/r -> ambiguous
         "nobody/none",
     ]  # fmt: skip
-    res = match_models(scores, registry)
+    res = sc.match_models(scores, registry)
     assert res.mapping == {
         "exact/id": "exact/id",
         "eleutherai__pythia-160m": "EleutherAI/pythia-160m",
@@ -499,7 +478,7 @@ def test_match_models() -> None:
     assert res.unmatched_scores == ["ORG/MODEL", "Q/R", "q/r@main", "nobody/none"]
     assert res.unmatched_registry == ["org/Model", "org/model", "x/unused", "q/r"]
     # an exact match takes precedence over a normalized one for the same registry id
-    res2 = match_models(["q/r", "Q/R"], ["q/r"])
+    res2 = sc.match_models(["q/r", "Q/R"], ["q/r"])
     assert res2.mapping == {"q/r": "q/r"} and res2.unmatched_scores == ["Q/R"]
     long = pl.DataFrame(
         {
@@ -508,9 +487,9 @@ def test_match_models() -> None:
             "score": [1.0, 2.0, 3.0],
         }
     )
-    out = apply_model_match(long, res)
+    out = sc.apply_model_match(long, res)
     assert out["model"].to_list() == ["exact/id", "EleutherAI/pythia-160m"]
-    assert apply_model_match(long, res, drop_unmatched=False).height == 3
+    assert sc.apply_model_match(long, res, drop_unmatched=False).height == 3
     assert json.dumps(res.to_metadata())
 
 
@@ -525,14 +504,14 @@ def test_match_models_random_against_bruteforce() -> None:
             if rng.random() < 0.5:
                 v = v.upper().replace("/", "__")
             scores.append(v)
-        res = match_models(scores, registry)
+        res = sc.match_models(scores, registry)
         for s, r in res.mapping.items():
-            assert normalize_model_id(s) == normalize_model_id(r)
+            assert sc.normalize_model_id(s) == sc.normalize_model_id(r)
         assert len(set(res.mapping.values())) == len(res.mapping)  # one-to-one
         # ids unique after normalization here, so every matchable score id is matched
         expected = {
             s
             for s in scores
-            if any(normalize_model_id(s) == normalize_model_id(r) for r in registry)
+            if any(sc.normalize_model_id(s) == sc.normalize_model_id(r) for r in registry)
         }
         assert set(res.mapping) == expected
