@@ -12,6 +12,7 @@ from ._atomic import (
     json_default,
 )
 from ._checks import array_like
+from ._files import files_in, read_head
 from ._tables import iter_jsonl, load_json, read_table, row_label, table_kind
 from ._threads import single_blas_thread
 
@@ -22,9 +23,11 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_json",
     "atomic_write_text",
+    "files_in",
     "iter_jsonl",
     "json_default",
     "load_json",
+    "read_head",
     "read_table",
     "row_label",
     "single_blas_thread",

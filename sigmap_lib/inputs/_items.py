@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from sigmap_lib._util._files import files_in
 from sigmap_lib._util._tables import iter_jsonl, load_json, read_table, row_label
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs.scores._common import MISSING_TOKENS
@@ -528,12 +529,7 @@ def read_lm_eval_samples(
     [[1, 0, 1], [1, 1, 1]]
     """
     root = Path(path)
-    if root.is_file():
-        files = [root]
-    elif root.is_dir():
-        files = sorted(root.rglob("samples_*.jsonl"))
-    else:
-        raise SigmapInputError(f"lm-eval samples {root}: no such file or folder")
+    files = files_in(root, "samples_*.jsonl", "lm-eval samples")
     by_task: dict[str, list[Path]] = {}
     for f in files:
         t = samples_task(f)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sigmap_lib._util._files import read_head
 from sigmap_lib.errors import SigmapInputError
 
 #: Allowed values of ``dtype`` in models.yaml.
@@ -282,15 +283,7 @@ def _gguf_file(base: Path, value: Any, where: str) -> Path | None:
         )
     p = Path(value).expanduser()
     p = (p if p.is_absolute() else base / p).resolve()
-    if not p.exists():
-        raise SigmapInputError(f"{where}: gguf file {p} does not exist")
-    if not p.is_file():
-        raise SigmapInputError(f"{where}: gguf {p} is not a file")
-    try:
-        with open(p, "rb") as f:
-            magic = f.read(4)
-    except OSError as exc:
-        raise SigmapInputError(f"{where}: gguf file {p} cannot be read ({exc})") from exc
+    magic = read_head(p, 4, f"{where}: gguf file")
     if magic != b"GGUF":
         raise SigmapInputError(
             f"{where}: gguf file {p} is not a GGUF file (starts with {magic!r}, expected b'GGUF')"

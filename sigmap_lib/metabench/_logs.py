@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._files import files_in
 from sigmap_lib._util._tables import iter_jsonl, load_json
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs._items import lm_eval_folder_model, samples_task
@@ -255,14 +256,7 @@ def read_lm_eval_answers(
     {'org/model': {'arith': {'q0': 1, 'q1': 0}}}
     """
     roots = [Path(paths)] if isinstance(paths, str | Path) else [Path(p) for p in paths]
-    files: list[Path] = []
-    for r in roots:
-        if r.is_file():
-            files.append(r)
-        elif r.is_dir():
-            files.extend(sorted(r.rglob("samples_*.jsonl")))
-        else:
-            raise SigmapInputError(f"lm-eval output {r}: no such file or folder")
+    files = [f for r in roots for f in files_in(r, "samples_*.jsonl", "lm-eval output")]
     if not files:
         raise SigmapInputError(
             f"lm-eval output {', '.join(map(str, roots))}: no samples_*.jsonl files"

@@ -22,6 +22,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from sigmap_lib._util._files import read_head
 from sigmap_lib.errors import SigmapInputError
 
 #: Hex characters of the GGUF file's sha256 that name its cache folder.
@@ -47,15 +48,7 @@ def check_gguf_file(path: str | Path) -> Path:
     p = Path(path).expanduser()
     if not is_gguf_path(p):
         raise SigmapInputError(f"GGUF file {p}: the name does not end with .gguf")
-    if not p.exists():
-        raise SigmapInputError(f"GGUF file {p} does not exist")
-    if not p.is_file():
-        raise SigmapInputError(f"GGUF file {p} is not a file")
-    try:
-        with open(p, "rb") as f:
-            magic = f.read(4)
-    except OSError as exc:
-        raise SigmapInputError(f"GGUF file {p}: cannot be read ({exc})") from exc
+    magic = read_head(p, len(_MAGIC), "GGUF file")
     if magic != _MAGIC:
         raise SigmapInputError(
             f"GGUF file {p}: not a GGUF file (starts with {magic!r}, expected {_MAGIC!r})"

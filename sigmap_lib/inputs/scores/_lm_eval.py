@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 import polars as pl
 
+from sigmap_lib._util._files import files_in
 from sigmap_lib._util._tables import load_json
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs.scores._common import SCORE_SCHEMA, check_rename
@@ -218,12 +219,7 @@ def read_lm_eval_results(
     [('arc', 0.43), ('gsm8k', 0.02)]
     """
     root = Path(path)
-    if root.is_file():
-        files = [root]
-    elif root.is_dir():
-        files = sorted(root.rglob("results*.json"))
-    else:
-        raise SigmapInputError(f"lm-eval results {root}: no such file or folder")
+    files = files_in(root, "results*.json", "lm-eval results")
     if not files:
         raise SigmapInputError(f"lm-eval results {root}: no results*.json files found")
     if on_conflict not in ("latest", "error"):

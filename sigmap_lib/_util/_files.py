@@ -1,0 +1,65 @@
+"""The files users name: a file or a folder of them, and the first bytes of a file.
+
+Every error is a :class:`SigmapInputError` naming ``what`` and the path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sigmap_lib.errors import SigmapInputError
+
+
+def files_in(path: str | Path, pattern: str, what: str) -> list[Path]:
+    """``[path]`` when it is a file, else the files below the folder ``path`` whose names
+    match ``pattern`` (recursive, sorted); may be empty. A missing path is an error.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> for name in ("b/results_2.json", "a/results_1.json", "a/notes.txt"):
+    ...     (root / name).parent.mkdir(exist_ok=True)
+    ...     _ = (root / name).write_text("{}")
+    >>> [p.name for p in files_in(root, "results*.json", "lm-eval results")]
+    ['results_1.json', 'results_2.json']
+    >>> files_in(root / "a" / "notes.txt", "results*.json", "lm-eval results") == [root / "a" / "notes.txt"]
+    True
+    >>> files_in(root / "absent", "*.json", "lm-eval results")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: lm-eval results .../absent: no such file or folder
+    """
+    root = Path(path)
+    if root.is_file():
+        return [root]
+    if root.is_dir():
+        return sorted(root.rglob(pattern))
+    raise SigmapInputError(f"{what} {root}: no such file or folder")
+
+
+def read_head(path: Path, n: int, what: str) -> bytes:
+    """The first ``n`` bytes of the file ``path`` (fewer when it is shorter); a missing
+    path, a folder or an unreadable file is an error naming ``what`` and the path.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "model.gguf"
+    >>> _ = p.write_bytes(b"GGUF\\x03\\x00")
+    >>> read_head(p, 4, "GGUF file")
+    b'GGUF'
+    >>> read_head(p.parent, 4, "GGUF file")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: GGUF file ... is not a file
+    """
+    if not path.exists():
+        raise SigmapInputError(f"{what} {path} does not exist")
+    if not path.is_file():
+        raise SigmapInputError(f"{what} {path} is not a file")
+    try:
+        with open(path, "rb") as f:
+            return f.read(n)
+    except OSError as exc:
+        raise SigmapInputError(f"{what} {path} cannot be read ({exc})") from exc
