@@ -143,16 +143,24 @@ def find_model_column(df: pl.DataFrame, model_column: str | None, path: Path, wh
     )
 
 
-def model_ids(df: pl.DataFrame, column: str, path: Path, kind: str, what: str) -> pl.Series:
+def names_in(
+    df: pl.DataFrame, column: str, path: Path, kind: str, what: str, noun: str
+) -> pl.Series:
+    """``column`` as stripped strings; a null or empty cell is an error naming the rows
+    (``{noun}`` is what the column holds, e.g. ``model id``)."""
     s = df.get_column(column).cast(pl.String).str.strip_chars()
     bad = s.is_null() | (s == "")
     if bad.any():
         idx = bad.arg_true().to_list()
         rows = ", ".join(row_label(kind, i) for i in idx[:FMT_ROW])
         raise SigmapInputError(
-            f"{what} {path}: {len(idx)} row(s) have an empty model id in column {column!r} ({rows})"
+            f"{what} {path}: {len(idx)} row(s) have an empty {noun} in column {column!r} ({rows})"
         )
-    return s.alias("model")
+    return s
+
+
+def model_ids(df: pl.DataFrame, column: str, path: Path, kind: str, what: str) -> pl.Series:
+    return names_in(df, column, path, kind, what, "model id").alias("model")
 
 
 def resolve_duplicates(

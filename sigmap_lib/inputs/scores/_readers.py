@@ -37,10 +37,9 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sigmap_lib._util._tables import read_table, row_label
+from sigmap_lib._util._tables import read_table
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs.scores._common import (
-    FMT_ROW,
     MISSING_TOKENS,
     Duplicates,
     check_rename,
@@ -48,6 +47,7 @@ from sigmap_lib.inputs.scores._common import (
     finish_scores,
     is_metadata_column,
     model_ids,
+    names_in,
     parse_numeric,
     resolve_duplicates,
 )
@@ -188,6 +188,9 @@ def read_long(
 ) -> pl.DataFrame:
     """Read a long score table: one row per ``(model, benchmark)`` with a score.
 
+    ``benchmarks``, ``rename`` and ``duplicates`` are :func:`read_wide`'s options, applied
+    to the names in the benchmark column instead of to score columns.
+
     Parameters
     ----------
     path : str or Path
@@ -233,15 +236,7 @@ def read_long(
             f"(set model_column / benchmark_column / score_column)"
         )
     models = model_ids(df, model_column, p, kind, "scores file")
-    bench = df.get_column(benchmark_column).cast(pl.String).str.strip_chars()
-    bad = bench.is_null() | (bench == "")
-    if bad.any():
-        idx = bad.arg_true().to_list()
-        rows = ", ".join(row_label(kind, i) for i in idx[:FMT_ROW])
-        raise SigmapInputError(
-            f"scores file {p}: {len(idx)} row(s) have an empty benchmark in column "
-            f"{benchmark_column!r} ({rows})"
-        )
+    bench = names_in(df, benchmark_column, p, kind, "scores file", "benchmark")
     score = parse_numeric(df, score_column, path=p, kind=kind, model_column=model_column)
     long = pl.DataFrame([models, bench.alias("benchmark"), score.alias("score")]).with_row_index(
         "_row"

@@ -129,6 +129,15 @@ def validate_scores(
     def _who(row: Mapping[str, Any]) -> str:
         return f" in {row['source']}" if has_src else (f" in {source}" if source else "")
 
+    def _examples(rows: pl.DataFrame, score: Any = "{:g}".format, benchmark: bool = True) -> str:
+        """The first rows as ``model 'm' benchmark 'b' in <source>: <score>``."""
+        return "; ".join(
+            f"model {r['model']!r}"
+            + (f" benchmark {r['benchmark']!r}" if benchmark else "")
+            + f"{_who(r)}: {score(r['score'])}"
+            for r in rows.head(FMT_ROW).iter_rows(named=True)
+        )
+
     for col in ("model", "benchmark"):
         bad = table.filter(
             pl.col(col).is_null() | (pl.col(col).cast(pl.String).str.strip_chars() == "")
@@ -143,19 +152,12 @@ def validate_scores(
         ) from exc
     bad = table.filter(~pl.col("score").is_finite().fill_null(False))
     if bad.height:
-        ex = "; ".join(
-            f"model {r['model']!r} benchmark {r['benchmark']!r}{_who(r)}: {r['score']!r}"
-            for r in bad.head(FMT_ROW).iter_rows(named=True)
-        )
+        ex = _examples(bad, score=repr)
         raise SigmapInputError(f"{where}: {bad.height} missing or non-finite score(s), e.g. {ex}")
     dups = table.filter(pl.struct("model", "benchmark").is_duplicated())
     if dups.height:
-        ex = "; ".join(
-            f"model {r['model']!r} benchmark {r['benchmark']!r}{_who(r)}: {r['score']:g}"
-            for r in dups.head(FMT_ROW).iter_rows(named=True)
-        )
         raise SigmapInputError(
-            f"{where}: {dups.height} duplicated (model, benchmark) rows, e.g. {ex}"
+            f"{where}: {dups.height} duplicated (model, benchmark) rows, e.g. {_examples(dups)}"
         )
 
     report = ScoreValidation()
@@ -180,10 +182,7 @@ def validate_scores(
                 (pl.col("benchmark") == b) & ((pl.col("score") < lo) | (pl.col("score") > hi))
             )
             if out.height:
-                ex = "; ".join(
-                    f"model {r['model']!r}{_who(r)}: {r['score']:g}"
-                    for r in out.head(FMT_ROW).iter_rows(named=True)
-                )
+                ex = _examples(out, benchmark=False)
                 raise SigmapInputError(
                     f"{where}: {out.height} score(s) of benchmark {b!r} are outside its "
                     f"catalog score_range [{lo:g}, {hi:g}], e.g. {ex}"
