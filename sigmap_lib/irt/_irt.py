@@ -496,15 +496,12 @@ def marginal_loglik(
     >>> import numpy as np
     >>> import pandas as pd
     >>> from sigmap_lib.irt import marginal_loglik, simulate_responses
-    >>> true = pd.DataFrame(
-    ...     {"a1": [1.0, 1.5, 0.8, 2.0, 1.2], "d": [0.5, 0.0, -0.5, 1.0, -1.0]},
-    ...     index=["q0", "q1", "q2", "q3", "q4"],
-    ... )
-    >>> x = simulate_responses(true, np.random.default_rng(0).normal(size=200), rng=1)
-    >>> round(marginal_loglik(true, x), 2)
-    -628.62
-    >>> round(marginal_loglik(true.assign(a1=0.1), x), 2)  # flat items explain less
-    -676.92
+    >>> params = pd.DataFrame({"a1": [1.0, 2.0, 1.5], "d": [0.0, -2.0, 1.0]}, index=["q0", "q1", "q2"])
+    >>> x = simulate_responses(params, np.random.default_rng(0).normal(size=200), rng=1)
+    >>> round(marginal_loglik(params, x), 2)  # 200 models x 3 items
+    -351.66
+    >>> round(marginal_loglik(params.assign(a1=0.1), x), 2)  # flat items explain less
+    -374.3
     """
     from scipy.special import logsumexp
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.irt._gam import GamModel, fit_gam
-from sigmap_lib.irt._ridge import fit_ridge
+from sigmap_lib.irt._ridge import design_matrix, fit_ridge
 
 COVARIATES: tuple[str, ...] = ("theta", "percent", "linear")
 DEFAULT_COVARIATE_SETS: tuple[str, ...] = ("theta", "theta+percent", "theta+percent+linear")
@@ -80,11 +80,7 @@ class LinearPredictor:
     item_means: np.ndarray
 
     def predict(self, x: np.ndarray) -> np.ndarray:
-        arr = np.asarray(x, float)
-        if arr.ndim != 2 or arr.shape[1] != len(self.coef):
-            raise SigmapInputError(
-                f"linear predictor: expected answers of shape (n, {len(self.coef)}), got {arr.shape}"
-            )
+        arr = design_matrix(x, len(self.coef), "linear predictor: answers")
         filled = np.where(np.isfinite(arr), arr, self.item_means)
         return self.intercept + filled @ self.coef
 

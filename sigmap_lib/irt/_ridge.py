@@ -20,6 +20,14 @@ from sigmap_lib.errors import SigmapInputError
 RELATIVE_ALPHAS: tuple[float, ...] = tuple(float(a) for a in np.logspace(-4, 2, 25))
 
 
+def design_matrix(x: np.ndarray, p: int, what: str) -> np.ndarray:
+    """``x`` as a float ``(n, p)`` array; any other shape is an error naming ``what``."""
+    arr = np.asarray(x, float)
+    if arr.ndim != 2 or arr.shape[1] != p:
+        raise SigmapInputError(f"{what}: expected shape (n, {p}), got {arr.shape}")
+    return arr
+
+
 @dataclass
 class RidgeFit:
     """A fitted ridge regression ``y ≈ intercept + x @ coef``.
@@ -44,12 +52,7 @@ class RidgeFit:
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Predictions, shape ``(n,)``, for ``x`` of shape ``(n, p)``."""
-        arr = np.asarray(x, float)
-        if arr.ndim != 2 or arr.shape[1] != len(self.coef):
-            raise SigmapInputError(
-                f"ridge predict: expected shape (n, {len(self.coef)}), got {arr.shape}"
-            )
-        return self.intercept + arr @ self.coef
+        return self.intercept + design_matrix(x, len(self.coef), "ridge predict") @ self.coef
 
 
 def fit_ridge(

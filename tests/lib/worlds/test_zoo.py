@@ -78,18 +78,24 @@ def test_texts_are_deterministic_and_split_by_document(quick_texts) -> None:
     assert a == b
 
 
+def _fake_dists(site: Path, dists: dict[str, str]) -> None:
+    """Installed-distribution folders ``<dist>.dist-info`` under ``site``, each with a
+    METADATA of twelve prose paragraphs naming its package."""
+    para = "This is a plain paragraph of ordinary English prose, long enough to be kept as text. "
+    for dist, name in dists.items():
+        (site / f"{dist}.dist-info").mkdir()
+        body = "\n\n".join(f"{name} {k}: {para * 2}" for k in range(12))
+        (site / f"{dist}.dist-info" / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\n\n{body}", encoding="utf-8"
+        )
+
+
 def test_own_readme_is_never_corpus_text(tmp_path: Path) -> None:
     """Package descriptions feed the prose domain, but not this project's own (its README):
     otherwise every documentation edit would change the zoo's texts and retrain it."""
     from sigmap_lib.worlds.zoo._text import _readme_docs
 
-    para = "This is a plain paragraph of ordinary English prose, long enough to be kept as text. "
-    for dist, name in (("sigmap-0.1.0", "sigmap"), ("other_pkg-1.0", "other-pkg")):
-        (tmp_path / f"{dist}.dist-info").mkdir()
-        body = "\n\n".join(f"{name} {k}: {para * 2}" for k in range(12))
-        (tmp_path / f"{dist}.dist-info" / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\n\n{body}", encoding="utf-8"
-        )
+    _fake_dists(tmp_path, {"sigmap-0.1.0": "sigmap", "other_pkg-1.0": "other-pkg"})
     got = list(_readme_docs(tmp_path, min_chars=200, max_chars=2000))
     assert got and {pkg for pkg, _ in got} == {"other-pkg"}
     assert not any("sigmap" in text for _, text in got)
@@ -488,12 +494,6 @@ def test_zoo_prose_comes_only_from_core_dependencies(tmp_path: Path) -> None:
     core = core_distributions()
     assert core is not None and {"numpy", "dagster", "transformers"} <= core
     assert not {"lm-eval", "pytest", "playwright", "accelerate"} & core
-    para = "This is a plain paragraph of ordinary English prose, long enough to be kept as text. "
-    for dist, name in (("numpy-2.0", "numpy"), ("lm_eval-0.4", "lm_eval")):
-        (tmp_path / f"{dist}.dist-info").mkdir()
-        body = "\n\n".join(f"{name} {k}: {para * 2}" for k in range(12))
-        (tmp_path / f"{dist}.dist-info" / "METADATA").write_text(
-            f"Metadata-Version: 2.1\nName: {name}\n\n{body}", encoding="utf-8"
-        )
+    _fake_dists(tmp_path, {"numpy-2.0": "numpy", "lm_eval-0.4": "lm_eval"})
     got = list(_readme_docs(tmp_path, min_chars=200, max_chars=2000, only=core))
     assert got and {pkg for pkg, _ in got} == {"numpy"}
