@@ -133,8 +133,7 @@ class Calibration:
     >>> import numpy as np
     >>> from sigmap_lib.signatures import extract_signatures
     >>> rng = np.random.default_rng(0)
-    >>> y = rng.standard_normal(12)
-    >>> values = rng.standard_normal((400, 12))  # (n_units, n_models)
+    >>> y, values = rng.standard_normal(12), rng.standard_normal((400, 12))  # (n_units, n_models)
     >>> values[[7, 300]] = -y + 0.05 * rng.standard_normal((2, 12))
     >>> [sig] = extract_signatures(values, y, method="calibrated-marginal", n_permutations=99)
     >>> cal = sig.calibration

@@ -104,6 +104,7 @@ def merge_max_t(a: MaxTPartial, b: MaxTPartial) -> MaxTPartial:
     Returns
     -------
     MaxTPartial
+        The partial of the units of ``a`` and ``b`` together.
 
     Examples
     --------

@@ -764,8 +764,7 @@ def extract_signature(source: Any, scores: Any, **kwargs: Any) -> Signature:
     >>> import numpy as np
     >>> from sigmap_lib.signatures import extract_signature
     >>> rng = np.random.default_rng(0)
-    >>> scores = rng.standard_normal(12)
-    >>> values = rng.standard_normal((300, 12))  # (n_units, n_models)
+    >>> scores, values = rng.standard_normal(12), rng.standard_normal((300, 12))  # 12 models
     >>> values[[5, 120]] = -scores + 0.1 * rng.standard_normal((2, 12))
     >>> sig = extract_signature(values, scores, k=10, criterion="bic", n_permutations=5)
     >>> sig.candidates[:2].tolist(), sig.units.tolist()  # screened, then selected

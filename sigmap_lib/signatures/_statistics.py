@@ -455,22 +455,15 @@ def thrush_from_codes(codes: Any, scores: Any) -> np.ndarray:
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sigmap_lib.nll import encode_ranks
     >>> from sigmap_lib.signatures import thrush_from_codes
-    >>> values = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
-    >>> codes = encode_ranks(values)
+    >>> codes = encode_ranks([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
     >>> codes.tolist()
     [[0, 2, 4], [4, 2, 0], [1, 1, 4]]
     >>> thrush_from_codes(codes, [0.9, 0.5, 0.1]).tolist()  # = thrush_correlation(values, ...)
     [1.0, -1.0, 0.75]
     """
-    arr = _check_codes(codes)
-    y, squeeze = as_scores(scores, arr.shape[1])
-    for b in range(y.shape[1]):
-        check_benchmark(y[:, b], f"#{b}")
-    out = _apply_by_mask(arr, y, _thrush_block, True)
-    return out[:, 0] if squeeze else out
+    return _from_codes(codes, scores, _thrush_block)
 
 
 def preselect_from_codes(codes: Any, scores: Any) -> np.ndarray:
@@ -480,17 +473,22 @@ def preselect_from_codes(codes: Any, scores: Any) -> np.ndarray:
     --------
     >>> import numpy as np
     >>> from sigmap_lib.nll import encode_ranks
-    >>> from sigmap_lib.signatures import preselect_from_codes
-    >>> values = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]])
-    >>> out = preselect_from_codes(encode_ranks(values), [0.9, 0.5, 0.1])
-    >>> np.round(out, 3).tolist()  # = preselect_correlation(values, ...)
-    [0.0, 1.0, 0.167]
+    >>> from sigmap_lib.signatures import preselect_correlation, preselect_from_codes
+    >>> values, scores = np.array([[1.0, 2.0, 3.0], [3.0, 2.0, 1.0], [1.0, 1.0, 2.0]]), [0.9, 0.5, 0.1]
+    >>> out = preselect_from_codes(encode_ranks(values), scores)
+    >>> np.round(out, 3).tolist(), bool(np.allclose(out, preselect_correlation(values, scores)))
+    ([0.0, 1.0, 0.167], True)
     """
+    return _from_codes(codes, scores, _preselect_block)
+
+
+def _from_codes(codes: Any, scores: Any, block: Any) -> np.ndarray:
+    """A screening statistic (``block``) of every unit from its doubled rank codes."""
     arr = _check_codes(codes)
     y, squeeze = as_scores(scores, arr.shape[1])
     for b in range(y.shape[1]):
         check_benchmark(y[:, b], f"#{b}")
-    out = _apply_by_mask(arr, y, _preselect_block, True)
+    out = _apply_by_mask(arr, y, block, True)
     return out[:, 0] if squeeze else out
 
 
