@@ -271,42 +271,34 @@ def _scores(p: Project) -> tuple[Path, list[list[str]]]:
     return f, [line.split(",") for line in f.read_text().splitlines()]
 
 
-def _write(f: Path, rows: list[list[str]]) -> None:
+def _reject_scores(p: Project, f: Path, rows: list[list[str]], fragments: list[str]) -> None:
+    """Write ``rows`` as the scores file ``f``: ``benchmark_scores`` rejects it with a message
+    naming the file and every fragment."""
     f.write_text("\n".join(",".join(r) for r in rows) + "\n")
+    assert_rejected(p, ["benchmark_scores"], [str(f), *fragments])
 
 
 def test_scores_non_numeric_cell(project: Project) -> None:
     f, rows = _scores(project)
     rows[3][2] = "seventy"
-    _write(f, rows)
-    assert_rejected(
-        project,
-        ["benchmark_scores"],
-        [str(f), "column 'coding_ai2_01'", "non-numeric", "line 4", "'seventy'"],
+    _reject_scores(
+        project, f, rows, ["column 'coding_ai2_01'", "non-numeric", "line 4", "'seventy'"]
     )
 
 
 def test_scores_out_of_catalog_range(project: Project) -> None:
     f, rows = _scores(project)
     rows[2][1] = "130.5"
-    _write(f, rows)
-    assert_rejected(
-        project,
-        ["benchmark_scores"],
-        [str(f), "130.5", "benchmark 'math_ai2_00'", "outside its catalog score_range [0, 100]"],
-    )
+    range_msg = "outside its catalog score_range [0, 100]"
+    _reject_scores(project, f, rows, ["130.5", "benchmark 'math_ai2_00'", range_msg])
 
 
 def test_scores_duplicate_model_benchmark(project: Project) -> None:
     f, rows = _scores(project)
     again = list(rows[4])
     again[1] = str(float(again[1]) / 2)  # the same (model, benchmark) with another score
-    _write(f, [*rows, again])
-    assert_rejected(
-        project,
-        ["benchmark_scores"],
-        [str(f), f"model {rows[4][0]!r} / 'math_ai2_00'", "more than once", "different scores"],
-    )
+    who = f"model {rows[4][0]!r} / 'math_ai2_00'"
+    _reject_scores(project, f, [*rows, again], [who, "more than once", "different scores"])
 
 
 # -------------------------------------------------------------------------- item responses
@@ -349,36 +341,30 @@ def test_items_missing_text_column(project: Project) -> None:
 
 
 # ----------------------------------------------------------------------------------- config
+def assert_config_rejected(
+    project: Project, asset: str, config: dict, fragments: list[str], partition: str | None = None
+) -> None:
+    """Materializing ``asset`` with run config ``config`` fails with a message naming the
+    asset and every fragment (as :func:`assert_rejected`)."""
+    cfg = {"ops": {asset: {"config": config}}}
+    assert_rejected(project, [asset], [asset, *fragments], partition=partition, run_config=cfg)
+
+
 def test_screening_unknown_statistic(project: Project) -> None:
-    cfg = {"ops": {"screened_candidates": {"config": {"statistic": "kendall"}}}}
-    assert_rejected(
-        project,
-        ["screened_candidates"],
-        ["screened_candidates", "statistic must be one of", "'kendall'"],
-        partition=BENCH,
-        run_config=cfg,
+    fragments = ["statistic must be one of", "'kendall'"]
+    assert_config_rejected(
+        project, "screened_candidates", {"statistic": "kendall"}, fragments, partition=BENCH
     )
 
 
 def test_screening_negative_q(project: Project) -> None:
-    cfg = {"ops": {"screened_candidates": {"config": {"q": -0.05}}}}
-    assert_rejected(
-        project,
-        ["screened_candidates"],
-        ["screened_candidates", "q must be in (0, 1]", "-0.05"],
-        partition=BENCH,
-        run_config=cfg,
-    )
+    fragments = ["q must be in (0, 1]", "-0.05"]
+    assert_config_rejected(project, "screened_candidates", {"q": -0.05}, fragments, partition=BENCH)
 
 
 def test_corpus_shard_units_zero(project: Project) -> None:
-    cfg = {"ops": {"corpus_units": {"config": {"shard_units": 0}}}}
-    assert_rejected(
-        project,
-        ["corpus_units"],
-        ["corpus_units", "shard_units=0 must be positive"],
-        run_config=cfg,
-    )
+    fragments = ["shard_units=0 must be positive"]
+    assert_config_rejected(project, "corpus_units", {"shard_units": 0}, fragments)
 
 
 def test_run_config_unknown_field(project: Project) -> None:

@@ -8,6 +8,8 @@ export of the items and a report. Benchmarks without item-level responses are sk
 """
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 import dagster as dg
 
@@ -84,13 +86,24 @@ def skip_reason(storage: SigmapStorage, key: str) -> str | None:
     return json.loads(p.read_text())["reason"] if p.exists() else None
 
 
-def mark_skipped(
-    context: dg.AssetExecutionContext, storage: SigmapStorage, key: str, stage: str, exc: Exception
-) -> dict:
-    reason = f"{stage}: {exc}"
-    context.log.warning(f"metabench: benchmark {key} skipped at {reason}")
-    write_json({"stage": stage, "reason": reason}, storage.layout.metabench_skipped(key))
-    return {"benchmark": key, "status": f"skipped ({reason})"}
+class StageRunner:
+    """Runs one per-benchmark metabench stage; ``rows`` is the asset's table."""
+
+    def __init__(self, context: dg.AssetExecutionContext, storage: SigmapStorage) -> None:
+        self.context, self.storage, self.rows = context, storage, []
+
+    def __call__(self, stage: str, fn: Callable[..., Any], key: str, *args: Any, **kw: Any) -> Any:
+        """``fn(key, *args, **kw)``; ``None`` when benchmark ``key``'s input is unusable for
+        the stage (``SigmapInputError``), after marking it skipped: a warning, the skip file
+        the later stages read, and a row."""
+        try:
+            return fn(key, *args, **kw)
+        except SigmapInputError as exc:
+            reason = f"{stage}: {exc}"
+        self.context.log.warning(f"metabench: benchmark {key} skipped at {reason}")
+        write_json({"stage": stage, "reason": reason}, self.storage.layout.metabench_skipped(key))
+        self.rows.append({"benchmark": key, "status": f"skipped ({reason})"})
+        return None
 
 
 _common = dict(
@@ -113,22 +126,15 @@ def irt_item_pool(
     from sigmap_lib.metabench import build_item_pool, save_item_pool
 
     responses, full, split = common_split(storage, config, world)
-    rows = []
+    run, cfg = StageRunner(context, storage), config.lib_config(world)
+    rows = run.rows
     for key in context.partition_keys:
         if key not in responses:
             rows.append({"benchmark": key, "status": "no item responses: skipped"})
             continue
-        try:
-            pool = build_item_pool(
-                key,
-                responses[key],
-                full[key],
-                split,
-                seed=config.seed,
-                config=config.lib_config(world),
-            )
-        except SigmapInputError as exc:
-            rows.append(mark_skipped(context, storage, key, "item pool", exc))
+        x, y = responses[key], full[key]
+        pool = run("item pool", build_item_pool, key, x, y, split, seed=config.seed, config=cfg)
+        if pool is None:
             continue
         save_item_pool(pool, mb_dir(storage, key, "pool"))
         storage.layout.metabench_skipped(key).unlink(missing_ok=True)
@@ -167,17 +173,22 @@ def irt_fits(
     from sigmap_lib.metabench import fit_pool_irt, load_item_pool, save_pool_irt
 
     responses, full = load_responses(storage)
-    rows = []
+    run = StageRunner(context, storage)
+    rows = run.rows
     for key in context.partition_keys:
         if key not in responses or skip_reason(storage, key):
             continue
         pool = load_item_pool(mb_dir(storage, key, "pool"))
-        try:
-            pirt = fit_pool_irt(
-                key, responses[key], full[key], pool, config=config.lib_config(world)
-            )
-        except SigmapInputError as exc:
-            rows.append(mark_skipped(context, storage, key, "IRT fit", exc))
+        pirt = run(
+            "IRT fit",
+            fit_pool_irt,
+            key,
+            responses[key],
+            full[key],
+            pool,
+            config=config.lib_config(world),
+        )
+        if pirt is None:
             continue
         save_pool_irt(pirt, mb_dir(storage, key, "irt"))
         for r in pirt.cv.to_dict(orient="records"):
@@ -202,26 +213,18 @@ def metabench_selection(
 
     responses, full = load_responses(storage)
     split = pd.read_parquet(storage.layout.metabench_split())["split"]
-    rows = []
+    run, cfg = StageRunner(context, storage), config.lib_config(world)
+    rows = run.rows
     for key in context.partition_keys:
         if key not in responses or skip_reason(storage, key):
             continue
         pool = load_item_pool(mb_dir(storage, key, "pool"))
         pirt = load_pool_irt(mb_dir(storage, key, "irt"))
-        try:
-            fit = select_items(
-                key,
-                responses[key],
-                full[key],
-                pool,
-                pirt,
-                seed=config.seed,
-                config=config.lib_config(world),
-            )
-        except SigmapInputError as exc:
-            rows.append(mark_skipped(context, storage, key, "selection", exc))
+        x, y = responses[key], full[key]
+        fit = run("selection", select_items, key, x, y, pool, pirt, seed=config.seed, config=cfg)
+        if fit is None:
             continue
-        save_benchmark_fit(fit, split, config.lib_config(world), mb_dir(storage, key, "selection"))
+        save_benchmark_fit(fit, split, cfg, mb_dir(storage, key, "selection"))
         rows.append(
             {
                 "benchmark": key,
