@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs._corpus import corpus_files
 
 REQUIRED = ("corpus", "models.yaml", "catalog.yaml", "scores.csv")
-CORPUS_SUFFIXES = (".txt", ".jsonl", ".parquet")
 
 
 @dataclass(frozen=True)
@@ -85,11 +85,12 @@ def check_world(root: str | Path) -> WorldLayout:
             f"world folder {root} is missing {', '.join(missing)} (expected layout: docs/FORMATS.md)"
         )
     corpus = root / "corpus"
-    files = tuple(
-        sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in CORPUS_SUFFIXES)
-    )
-    if not files:
-        raise SigmapInputError(f"corpus folder {corpus} holds no .txt, .jsonl or .parquet files")
+    try:
+        files = tuple(corpus_files(corpus))  # the files the corpus assets read
+    except SigmapInputError:
+        raise SigmapInputError(
+            f"corpus folder {corpus} holds no .txt, .jsonl or .parquet files"
+        ) from None
     h = hashlib.sha256()
     every = sorted(
         p
