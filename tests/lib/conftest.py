@@ -29,26 +29,16 @@ def tiny_models(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
     (vocab 420), context 96.
     Both load through ``sigmap_lib.nll.load_model``. Built in ~2 s.
     """
-    from sigmap_lib.worlds import (
-        build_causal_lm,
-        sample_texts,
-        save_model,
-        train_bpe_tokenizer,
-        train_causal_lm,
-    )
+    from sigmap_lib.worlds import save_model
+    from tests.lib.helpers import train_tiny_lm
 
     root = tmp_path_factory.mktemp("tiny_models")
-    texts = sample_texts(200, seed=0)
     paths = []
     specs = [
         ("tiny-gpt2", "gpt2", "byte_level", 400, 64, 0),
         ("tiny-llama", "llama", "metaspace", 420, 96, 1),
     ]
     for name, arch, style, vocab, n_ctx, seed in specs:
-        tok = train_bpe_tokenizer(texts, vocab_size=vocab, style=style)
-        model = build_causal_lm(
-            arch, len(tok), d_model=32, n_layer=2, n_head=2, n_ctx=n_ctx, seed=seed
-        )
-        train_causal_lm(model, tok, texts, steps=15, batch_size=8, seq_len=48, seed=seed, threads=1)
+        model, tok = train_tiny_lm(arch, vocab_size=vocab, style=style, n_ctx=n_ctx, seed=seed)
         paths.append(save_model(model, tok, root / name))
     return paths

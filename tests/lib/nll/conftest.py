@@ -110,20 +110,12 @@ def write_llama_gguf(model: Any, tokenizer: Any, path: Path, *, arch: str = "lla
 def tiny_gguf(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any]:
     """``(gguf_path, hf_model, tokenizer)``: a tiny trained Llama (grouped-query attention,
     untied head) with a byte-level BPE tokenizer, written as a float32 GGUF file."""
-    from sigmap_lib.worlds import (
-        build_causal_lm,
-        sample_texts,
-        train_bpe_tokenizer,
-        train_causal_lm,
-    )
+    from tests.lib.helpers import train_tiny_lm
 
-    texts = sample_texts(200, seed=0)
-    tok = train_bpe_tokenizer(texts, vocab_size=400, style="byte_level")
-    model = build_causal_lm(
-        "llama", len(tok), d_model=32, n_layer=2, n_head=4, n_ctx=96, seed=3,
+    model, tok = train_tiny_lm(
+        "llama", vocab_size=400, style="byte_level", n_ctx=96, seed=3, n_head=4,
         num_key_value_heads=2,
     )  # fmt: skip
-    train_causal_lm(model, tok, texts, steps=15, batch_size=8, seq_len=48, seed=3, threads=1)
     model.eval()
     path = write_llama_gguf(model, tok, tmp_path_factory.mktemp("gguf") / "tiny-llama.F32.gguf")
     return path, model, tok

@@ -6,27 +6,21 @@ import numpy as np
 import pytest
 import torch
 
+from sigmap_lib import worlds
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll import load_model
-from sigmap_lib.worlds import (
-    build_causal_lm,
-    sample_texts,
-    save_model,
-    train_bpe_tokenizer,
-    train_causal_lm,
-)
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
 def texts() -> list[str]:
-    return sample_texts(200, seed=3)
+    return worlds.sample_texts(200, seed=3)
 
 
 @pytest.mark.parametrize("style", ["byte_level", "metaspace"])
 def test_tokenizer_specials_and_roundtrip(texts: list[str], style: str, tmp_path) -> None:
-    tok = train_bpe_tokenizer(texts, tmp_path / "tok", vocab_size=380, style=style)
+    tok = worlds.train_bpe_tokenizer(texts, tmp_path / "tok", vocab_size=380, style=style)
     assert (tok.unk_token_id, tok.bos_token_id, tok.eos_token_id, tok.pad_token_id) == (0, 1, 2, 3)
     assert 300 < len(tok) <= 380
     sample = "naïve café 😀 über  spaces\tand 12345 東京"
@@ -37,15 +31,15 @@ def test_tokenizer_specials_and_roundtrip(texts: list[str], style: str, tmp_path
 
 def test_tokenizer_rejects_tiny_vocab(texts: list[str]) -> None:
     with pytest.raises(SigmapInputError, match="vocab_size"):
-        train_bpe_tokenizer(texts, vocab_size=100)
+        worlds.train_bpe_tokenizer(texts, vocab_size=100)
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
 def test_build_is_deterministic_per_seed(arch: str) -> None:
     state = torch.random.get_rng_state()
-    a = build_causal_lm(arch, 300, d_model=32, seed=7)
-    b = build_causal_lm(arch, 300, d_model=32, seed=7)
-    c = build_causal_lm(arch, 300, d_model=32, seed=8)
+    a = worlds.build_causal_lm(arch, 300, d_model=32, seed=7)
+    b = worlds.build_causal_lm(arch, 300, d_model=32, seed=7)
+    c = worlds.build_causal_lm(arch, 300, d_model=32, seed=8)
     assert torch.equal(torch.random.get_rng_state(), state)  # global RNG untouched
     pa = dict(a.named_parameters())
     pb = dict(b.named_parameters())
@@ -57,15 +51,15 @@ def test_build_is_deterministic_per_seed(arch: str) -> None:
 
 def test_build_rejects_bad_sizes() -> None:
     with pytest.raises(SigmapInputError, match="divisible"):
-        build_causal_lm("gpt2", 300, d_model=30, n_head=4)
+        worlds.build_causal_lm("gpt2", 300, d_model=30, n_head=4)
     with pytest.raises(SigmapInputError, match="unknown arch"):
-        build_causal_lm("bert", 300)  # type: ignore[arg-type]
+        worlds.build_causal_lm("bert", 300)  # type: ignore[arg-type]
 
 
 def test_training_lowers_loss(texts: list[str]) -> None:
-    tok = train_bpe_tokenizer(texts, vocab_size=380)
-    model = build_causal_lm("gpt2", len(tok), d_model=32, n_ctx=64)
-    stats = train_causal_lm(model, tok, texts, steps=40, batch_size=8, seq_len=48, seed=1)
+    tok = worlds.train_bpe_tokenizer(texts, vocab_size=380)
+    model = worlds.build_causal_lm("gpt2", len(tok), d_model=32, n_ctx=64)
+    stats = worlds.train_causal_lm(model, tok, texts, steps=40, batch_size=8, seq_len=48, seed=1)
     assert stats["tokens_seen"] == 40 * 8 * 48
     # random init is ~ln(380) = 5.9 nats; 40 steps of AdamW must learn the unigram statistics
     assert stats["initial_loss"] > 5.0
@@ -74,20 +68,20 @@ def test_training_lowers_loss(texts: list[str]) -> None:
 
 
 def test_train_rejects_too_long_blocks(texts: list[str]) -> None:
-    tok = train_bpe_tokenizer(texts, vocab_size=380)
-    model = build_causal_lm("gpt2", len(tok), d_model=32, n_ctx=32)
+    tok = worlds.train_bpe_tokenizer(texts, vocab_size=380)
+    model = worlds.build_causal_lm("gpt2", len(tok), d_model=32, n_ctx=32)
     with pytest.raises(SigmapInputError, match="exceeds the model context"):
-        train_causal_lm(model, tok, texts, steps=1, seq_len=64)
+        worlds.train_causal_lm(model, tok, texts, steps=1, seq_len=64)
 
 
 @pytest.mark.parametrize("arch,style", [("gpt2", "byte_level"), ("llama", "metaspace")])
 def test_save_then_load_gives_same_logits(
     texts: list[str], arch: str, style: str, tmp_path
 ) -> None:
-    tok = train_bpe_tokenizer(texts, vocab_size=380, style=style)
-    model = build_causal_lm(arch, len(tok), d_model=32, n_ctx=64, seed=3)
-    train_causal_lm(model, tok, texts, steps=3, batch_size=4, seq_len=32)
-    out = save_model(model, tok, tmp_path / "m")
+    tok = worlds.train_bpe_tokenizer(texts, vocab_size=380, style=style)
+    model = worlds.build_causal_lm(arch, len(tok), d_model=32, n_ctx=64, seed=3)
+    worlds.train_causal_lm(model, tok, texts, steps=3, batch_size=4, seq_len=32)
+    out = worlds.save_model(model, tok, tmp_path / "m")
     assert (out / "model.safetensors").exists()
     assert not list(out.parent.glob(".m.tmp-*"))  # temp folder renamed away
     loaded, ltok = load_model(out, device="cpu")
