@@ -222,6 +222,50 @@ Recipe = Callable[
 ]
 
 
+def _mc_item(
+    rng: np.random.Generator,
+    context: str,
+    gold: str,
+    dis: Sequence[str],
+    prompt: str,
+    *,
+    sep: str = " ",
+    blank: str = " ___",
+) -> tuple[str, list[str], int, str]:
+    """A multiple-choice item: ``sep + gold`` among ``sep + distractor`` (shuffled), and its
+    text with ``blank`` after the context."""
+    choices, g = _shuffle_choices(rng, sep + gold, [sep + d for d in dis])
+    return context, choices, g, _mc_text(context + blank, choices, prompt)
+
+
+def _pair_item(rng: np.random.Generator, line: str, bad: str) -> tuple[str, list[str], int, str]:
+    """A two-choice item: the document's ``line`` or its corrupted copy ``bad``."""
+    choices, g = _shuffle_choices(rng, line, [bad])
+    return "", choices, g, _pair_text(choices)
+
+
+def _pool_distractors(
+    rng: np.random.Generator, pool: list, doc: int, gold: str, size: Callable[[str], int]
+) -> list[str] | None:
+    """Three distinct texts of the ``(doc, text)`` ``pool`` from documents other than
+    ``doc``, of 0.5 to 2 times the ``size`` of ``gold`` (None when 200 draws miss)."""
+    dis: list[str] = []
+    for _ in range(200):
+        cand = pool[int(rng.integers(len(pool)))]
+        if cand[0] != doc and cand[1] != gold and cand[1] not in dis:
+            if 0.5 <= size(cand[1]) / size(gold) <= 2.0:
+                dis.append(cand[1])
+        if len(dis) == 3:
+            break
+    return dis if len(dis) == 3 else None
+
+
+def _random_line(rng: np.random.Generator, docs: list[str]) -> tuple[list[str], int]:
+    """The lines of a random document and the index of a random one of them."""
+    lines = docs[int(rng.integers(len(docs)))].split("\n")
+    return lines, int(rng.integers(len(lines)))
+
+
 def _nextline_code(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
     di = int(rng.integers(len(docs)))
     lines = [ln for ln in docs[di].split("\n") if ln.strip()]
@@ -230,20 +274,11 @@ def _nextline_code(rng: np.random.Generator, docs: list[str], aux: dict[str, Any
         return None
     i = int(rng.choice(ok))
     gold = lines[i]
-    pool = aux["code_lines"]
-    dis: list[str] = []
-    for _ in range(200):
-        cand = pool[int(rng.integers(len(pool)))]
-        if cand[0] != di and cand[1] != gold and cand[1] not in dis:
-            if 0.5 <= len(cand[1].strip()) / len(gold.strip()) <= 2.0:
-                dis.append(cand[1])
-        if len(dis) == 3:
-            break
-    if len(dis) < 3:
+    dis = _pool_distractors(rng, aux["code_lines"], di, gold, lambda t: len(t.strip()))
+    if dis is None:
         return None
     context = _tail("\n".join(lines[max(0, i - 8) : i]), 240)
-    choices, g = _shuffle_choices(rng, "\n" + gold, ["\n" + d for d in dis])
-    return context, choices, g, _mc_text(context, choices, "Which line comes next?")
+    return _mc_item(rng, context, gold, dis, "Which line comes next?", sep="\n", blank="")
 
 
 def _nextline_prose(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
@@ -254,20 +289,11 @@ def _nextline_prose(rng: np.random.Generator, docs: list[str], aux: dict[str, An
         return None
     i = int(rng.choice(ok))
     gold = sents[i]
-    pool = aux["prose_sents"]
-    dis: list[str] = []
-    for _ in range(200):
-        cand = pool[int(rng.integers(len(pool)))]
-        if cand[0] != di and cand[1] != gold and cand[1] not in dis:
-            if 0.5 <= len(cand[1]) / len(gold) <= 2.0:
-                dis.append(cand[1])
-        if len(dis) == 3:
-            break
-    if len(dis) < 3:
+    dis = _pool_distractors(rng, aux["prose_sents"], di, gold, len)
+    if dis is None:
         return None
     context = _tail(" ".join(sents[max(0, i - 3) : i]), 240)
-    choices, g = _shuffle_choices(rng, " " + gold, [" " + d for d in dis])
-    return context, choices, g, _mc_text(context, choices, "Which sentence comes next?")
+    return _mc_item(rng, context, gold, dis, "Which sentence comes next?", blank="")
 
 
 def _word_target(
@@ -330,32 +356,30 @@ def _word_item(kind: str, pattern: re.Pattern[str], vocab_key: str, mc: bool):
 
 
 def _line_prefix(lines: list[str], j: int) -> str:
-    """The document lines before line ``j`` (at most ~160 characters of them)."""
-    return _tail("\n".join(lines[:j]), 160)
+    """The document lines before line ``j`` (at most ~160 characters of them) and a
+    newline; empty for the first line."""
+    return _tail("\n".join(lines[:j]), 160) + "\n" if j else ""
 
 
 def _arith_item(mc: bool):
     def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
-        lines = docs[int(rng.integers(len(docs)))].split("\n")
-        j = int(rng.integers(len(lines)))
+        lines, j = _random_line(rng, docs)
         lhs, ans = lines[j].rsplit(" = ", 1)
-        context = (_line_prefix(lines, j) + "\n" if j else "") + lhs + " ="
+        context = _line_prefix(lines, j) + lhs + " ="
         if not mc:
             return context, [" " + ans], 0, f"{context} ___"
         dis = _plausible_results(rng, lhs, int(ans), 3)
-        choices, g = _shuffle_choices(rng, " " + ans, [" " + d for d in dis])
-        return context, choices, g, _mc_text(context + " ___", choices, "What is the result?")
+        return _mc_item(rng, context, ans, dis, "What is the result?")
 
     return recipe
 
 
 def _recall_item(mc: bool):
     def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
-        lines = docs[int(rng.integers(len(docs)))].split("\n")
-        j = int(rng.integers(len(lines)))
+        lines, j = _random_line(rng, docs)
         seq = lines[j].split(" | ")[0].removeprefix("copy: ").split()
         k = int(rng.integers(len(seq)))
-        context = (_line_prefix(lines, j) + "\n" if j else "") + f"copy: {' '.join(seq)} |"
+        context = _line_prefix(lines, j) + f"copy: {' '.join(seq)} |"
         if k:
             context += " " + " ".join(seq[:k])
         gold = seq[k]
@@ -367,27 +391,24 @@ def _recall_item(mc: bool):
             w = aux["syllables"][int(rng.integers(len(aux["syllables"])))]
             if w not in seq and w not in dis:
                 dis.append(w)
-        choices, g = _shuffle_choices(rng, " " + gold, [" " + d for d in dis])
-        return context, choices, g, _mc_text(context + " ___", choices, "Which element comes next?")
+        return _mc_item(rng, context, gold, dis, "Which element comes next?")
 
     return recipe
 
 
 def _records_item(mc: bool):
     def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
-        lines = docs[int(rng.integers(len(docs)))].split("\n")
-        j = int(rng.integers(len(lines)))
+        lines, j = _random_line(rng, docs)
         parts = lines[j].split(" | ")  # name, city, trade, color, born
         f = 1 + int(rng.integers(len(RECORD_FIELDS)))
         key, value = parts[f].split(": ", 1)
         head = " | ".join([*parts[:f], key + ":"])
-        context = (_line_prefix(lines, j) + "\n" if j else "") + head
+        context = _line_prefix(lines, j) + head
         if not mc:
             return context, [" " + value], 0, f"{context} ___"
         vals = [v for v in field_values(key) if v != value]
         dis = [str(x) for x in rng.choice(vals, size=3, replace=False)]
-        choices, g = _shuffle_choices(rng, " " + value, [" " + d for d in dis])
-        return context, choices, g, _mc_text(context + " ___", choices, f"What is the {key}?")
+        return _mc_item(rng, context, value, dis, f"What is the {key}?")
 
     return recipe
 
@@ -414,24 +435,22 @@ def _pair_swap(unit: str):
         bad = (
             line[: a.start()] + b.group() + line[a.end() : b.start()] + a.group() + line[b.end() :]
         )
-        choices, g = _shuffle_choices(rng, line, [bad])
-        return "", choices, g, _pair_text(choices)
+        return _pair_item(rng, line, bad)
 
     return recipe
 
 
 def _pair_arith(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
-    lines = docs[int(rng.integers(len(docs)))].split("\n")
-    line = lines[int(rng.integers(len(lines)))]
+    lines, j = _random_line(rng, docs)
+    line = lines[j]
     lhs, ans = line.rsplit(" = ", 1)
     bad = f"{lhs} = {_digit_corrupt(rng, ans)}"
-    choices, g = _shuffle_choices(rng, line, [bad])
-    return "", choices, g, _pair_text(choices)
+    return _pair_item(rng, line, bad)
 
 
 def _pair_records(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
-    lines = docs[int(rng.integers(len(docs)))].split("\n")
-    line = lines[int(rng.integers(len(lines)))]
+    lines, j = _random_line(rng, docs)
+    line = lines[j]
     parts = line.split(" | ")
     f = 1 + int(rng.integers(len(RECORD_FIELDS)))
     key, value = parts[f].split(": ", 1)
@@ -439,8 +458,7 @@ def _pair_records(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]
     same = [v for v in vals if len(v) == len(value)]
     new = str(rng.choice(same or vals))
     bad = " | ".join([*parts[:f], f"{key}: {new}", *parts[f + 1 :]])
-    choices, g = _shuffle_choices(rng, line, [bad])
-    return "", choices, g, _pair_text(choices)
+    return _pair_item(rng, line, bad)
 
 
 def _recipe(family: str, domain: str) -> Recipe:
