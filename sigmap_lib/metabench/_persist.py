@@ -102,11 +102,11 @@ def save_pool_irt(pirt, path: str | os.PathLike) -> Path:
     Examples
     --------
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_pool_irt, save_pool_irt,
-    ...     simulate_benchmarks, split_models,
+    ...     TINY_SETTINGS, MetabenchConfig, build_item_pool, fit_pool_irt, load_pool_irt,
+    ...     save_pool_irt, simulate_benchmarks, split_models,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
-    >>> config = MetabenchConfig(pool_size=20, n_subsets=20, irt_models=("2PL",), gam_df=5)
+    >>> config = MetabenchConfig(**TINY_SETTINGS)  # tiny settings for a fast example
     >>> x, y = responses["arc"], scores["arc"]
     >>> pool = build_item_pool("arc", x, y, split_models(scores), config=config)
     >>> pool_irt = fit_pool_irt("arc", x, y, pool, config=config)
@@ -149,12 +149,12 @@ def load_pool_irt(path: str | os.PathLike):
     Each stage reads the folder of the one before, as the metabench assets do:
 
     >>> from sigmap_lib.metabench import (
-    ...     MetabenchConfig, build_item_pool, fit_pool_irt, load_item_pool, load_pool_irt,
-    ...     save_item_pool, save_pool_irt, simulate_benchmarks, split_models,
+    ...     TINY_SETTINGS, MetabenchConfig, build_item_pool, fit_pool_irt, load_item_pool,
+    ...     load_pool_irt, save_item_pool, save_pool_irt, simulate_benchmarks, split_models,
     ... )
     >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
     >>> x, y = responses["arc"], scores["arc"]
-    >>> config = MetabenchConfig(pool_size=20, n_subsets=20, irt_models=("2PL",), gam_df=5)
+    >>> config = MetabenchConfig(**TINY_SETTINGS)
     >>> _ = save_item_pool(build_item_pool("arc", x, y, split_models(scores), config=config), "pool")
     >>> pirt = fit_pool_irt("arc", x, y, load_item_pool("pool"), config=config)
     >>> load_pool_irt(save_pool_irt(pirt, "pool-irt")).thetas["2PL/EAPsum"].columns.tolist()
