@@ -158,9 +158,13 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
 
     Examples
     --------
+    A world folder's ``models.yaml``; a local ``path`` is relative to the file's folder:
+
     >>> from pathlib import Path
     >>> from sigmap_lib.inputs import read_registry
-    >>> _ = Path("models.yaml").write_text('''
+    >>> world = Path("world")
+    >>> world.mkdir()
+    >>> _ = (world / "models.yaml").write_text('''
     ... models:
     ...   - id: EleutherAI/pythia-160m
     ...     revision: step143000
@@ -169,11 +173,11 @@ def read_registry(path: str | Path) -> list[ModelSpec]:
     ...     path: models/tiny-gpt2
     ...     dtype: float32
     ... ''')
-    >>> specs = read_registry("models.yaml")
+    >>> specs = read_registry(world / "models.yaml")
     >>> [(m.id, m.key, m.dtype) for m in specs]
     [('EleutherAI/pythia-160m', 'EleutherAI__pythia-160m', 'auto'),
      ('tiny-gpt2', 'tiny-gpt2', 'float32')]
-    >>> specs[0].source, specs[1].source == str(Path("models/tiny-gpt2").resolve())
+    >>> specs[0].source, specs[1].source == str((world / "models/tiny-gpt2").resolve())
     ('EleutherAI/pythia-160m', True)
 
     A ``gguf`` entry must name an existing ``.gguf`` file:
