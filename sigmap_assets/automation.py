@@ -16,8 +16,10 @@ conditions here:
   does not make screening, the overlaps and the report run twice for one update;
 - fire once per update (`since_last_handled`): a failed run is not retried in a loop.
 
-`token_nll` has no condition: its runs come only from `new_model_sensor` (one run per new
-model) or from a backfill, so GPU work is never requested twice.
+Shards are content-addressed, so `corpus_shard` partitions are filled once, when they appear
+(:func:`new_partition_condition`); `token_nll` cells are filled once when they appear or their
+shard's units are (re)written (:func:`cell_condition`), never for a registry re-read and never
+retried in a loop: GPU work is requested once per cell.
 """
 
 from __future__ import annotations
@@ -37,8 +39,9 @@ AUTOMATED_TAG = "sigmap/automated"
 AUTOMATED = dg.AssetSelection.tag(AUTOMATED_TAG, "true")
 
 #: How many levels upstream an in-progress (or just requested) run holds an asset back:
-#: overlap_report → signature_overlap → signatures → screened_candidates → nll_ranks.
-UPSTREAM_DEPTH = 4
+#: overlap_report → signature_overlap → signatures → screened_candidates → shard_screen →
+#: rank_coverage → nll_ranks → token_nll.
+UPSTREAM_DEPTH = 7
 
 
 def _ignoring(cond, ignore: Sequence[str]):
@@ -121,3 +124,25 @@ def partition_condition() -> dg.AutomationCondition:
         & ~dep_about_to_refresh()
         & ~AC.in_progress()
     ).with_label("partition: fill new partitions, follow upstream changes")
+
+
+def new_partition_condition() -> dg.AutomationCondition:
+    """Fill a partition once, when it appears (content-addressed partitions never change)."""
+    return (
+        AC.newly_missing().since_last_handled().with_label("new partition")
+        & ~AC.any_deps_missing()
+        & ~AC.in_progress()
+    ).with_label("fill new partitions once")
+
+
+def cell_condition(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
+    """Fill a cell once when it appears (a new shard: every model; a new model: every shard)
+    or its upstream partition is rewritten; ``ignore``d dependencies (the registry) neither
+    trigger it nor hold it back."""
+    return (
+        (AC.newly_missing() | _ignoring(AC.any_deps_updated(), ignore))
+        .since_last_handled()
+        .with_label("new cell or its shard rewritten")
+        & ~_ignoring(AC.any_deps_missing(), ignore)
+        & ~AC.in_progress()
+    ).with_label("cell: fill once when its shard is ready")

@@ -31,19 +31,22 @@ class Step:
 
     stage: str
     assets: tuple[str, ...]
-    partitions: str = "none"  # none | models (one run per model) | benchmarks (one range run)
+    partitions: str = "none"  # none | shards / cells (one run each) | benchmarks (one range run)
     always: bool = False  # roots that must re-read their sources every time
     estimate_s: float = 5.0  # first-run guess for the ETA
 
 
 STEPS: tuple[Step, ...] = (
     Step("world", ("model_zoo",), always=True, estimate_s=420.0),
-    Step("corpus", ("corpus_manifest", "corpus_units"), estimate_s=15.0),
+    Step("corpus", ("corpus_manifest",), estimate_s=5.0),
+    Step("shards", ("corpus_shard",), partitions="shards", estimate_s=5.0),
     Step("registry", ("model_registry", "benchmark_catalog"), estimate_s=4.0),
     Step("scores", ("benchmark_scores",), estimate_s=4.0),
-    Step("perplexity", ("token_nll",), partitions="models", estimate_s=12.0),
-    Step("ranks", ("nll_ranks",), estimate_s=10.0),
+    Step("perplexity", ("token_nll",), partitions="cells", estimate_s=4.0),
+    Step("ranks", ("nll_ranks",), partitions="shards", estimate_s=3.0),
+    Step("coverage", ("rank_coverage",), estimate_s=3.0),
     Step("items", ("benchmark_items",), partitions="benchmarks", estimate_s=5.0),
+    Step("shard screening", ("shard_screen",), partitions="shards", estimate_s=4.0),
     Step("screening", ("screened_candidates",), partitions="benchmarks", estimate_s=10.0),
     Step("signatures", ("signatures",), partitions="benchmarks", estimate_s=30.0),
     Step(
@@ -144,17 +147,44 @@ class DemoRunner:
     def _partitions(self, name: str) -> list[str]:
         return list(self.instance.get_dynamic_partitions(name))
 
+    def _all_keys(self, pdef) -> list[str]:
+        if isinstance(pdef, dg.MultiPartitionsDefinition):
+            return [str(k) for k in pdef.get_partition_keys(dynamic_partitions_store=self.instance)]
+        return self._partitions(pdef.name)
+
+    def _parent_keys(self, node, pdef, partition: str | None) -> list[str] | None:
+        """The parent partitions one child partition reads (None: the parent is unpartitioned)."""
+        own = node.partitions_def
+        if pdef is None:
+            return None
+        if partition is None:
+            return self._all_keys(pdef)
+        if pdef == own:
+            return [partition]
+        if isinstance(own, dg.MultiPartitionsDefinition):  # a cell reads its row / column
+            key = own.get_partition_key_from_str(partition)
+            for dim in own.partitions_defs:
+                if dim.partitions_def == pdef:
+                    return [key.keys_by_dimension[dim.name]]
+        if isinstance(pdef, dg.MultiPartitionsDefinition):  # a shard reads its cells
+            for dim in pdef.partitions_defs:
+                if dim.partitions_def == own:
+                    return [
+                        k
+                        for k in self._all_keys(pdef)
+                        if pdef.get_partition_key_from_str(k).keys_by_dimension[dim.name]
+                        == partition
+                    ]
+        return self._all_keys(pdef)
+
     def _signature(self, asset: str, partition: str | None) -> str:
         node = self.graph.get(dg.AssetKey(asset))
         parts: list[str] = []
         for parent in sorted(node.parent_keys, key=lambda k: k.to_user_string()):
             pdef = self.graph.get(parent).partitions_def
-            if pdef is None:
-                parts += _latest_versions(self.instance, parent, None)
-            elif partition is not None and pdef == node.partitions_def:
-                parts += _latest_versions(self.instance, parent, [partition])
-            else:
-                parts += _latest_versions(self.instance, parent, self._partitions(pdef.name))
+            parts += _latest_versions(
+                self.instance, parent, self._parent_keys(node, pdef, partition)
+            )
         own = _latest_versions(
             self.instance, dg.AssetKey(asset), None if partition is None else [partition]
         )
@@ -209,10 +239,17 @@ class DemoRunner:
                 self.log(f"added {len(plan.new_keys)} {pdef.name} partitions")
 
     def _keys_for(self, step: Step) -> list[str]:
-        if step.partitions == "models":
-            from sigmap_lib.inputs import read_registry
+        from sigmap_lib.inputs import read_registry
 
-            return [s.key for s in read_registry(self.resources["world"].file("models.yaml"))]
+        if step.partitions in ("shards", "cells"):
+            from sigmap_assets.partitions import cell_key
+            from sigmap_assets.tables import read_plan
+
+            shards = [s["key"] for s in read_plan(self.resources["storage"]).get("shards", [])]
+            if step.partitions == "shards":
+                return shards
+            models = [s.key for s in read_registry(self.resources["world"].file("models.yaml"))]
+            return [str(cell_key(m, sh)) for m in models for sh in shards]
         from sigmap_lib.inputs import benchmark_slug, read_catalog
 
         return [
@@ -223,7 +260,9 @@ class DemoRunner:
     def run(self, steps: Sequence[Step] = STEPS) -> dict:
         durations = self.state.get("durations", {})
         estimate = sum(
-            durations.get(s.stage, s.estimate_s * (16 if s.partitions == "models" else 1))
+            durations.get(
+                s.stage, s.estimate_s * (16 if s.partitions in ("shards", "cells") else 1)
+            )
             for s in steps
         )
         prog = Progress(estimate)
@@ -231,7 +270,7 @@ class DemoRunner:
         for i, step in enumerate(steps, 1):
             t_stage = time.perf_counter()
             expected = durations.get(
-                step.stage, step.estimate_s * (16 if step.partitions == "models" else 1)
+                step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
             )
             label = f"{i}/{len(steps)} {step.stage}"
             if step.partitions == "none":
@@ -247,13 +286,14 @@ class DemoRunner:
                     summary["ran"].append(step.stage)
                 if step.stage == "registry":
                     self.sync_partitions()
-            elif step.partitions == "models":
+            elif step.partitions in ("shards", "cells"):
                 keys = self._keys_for(step)
                 sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
                 todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
                 for j, k in enumerate(todo, 1):
                     prog.line(
-                        label, f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} models)"
+                        label,
+                        f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
                     )
                     self._materialize(step.assets, partition=k)
                     sigs[k] = self._signature(step.assets[0], k)
@@ -261,7 +301,9 @@ class DemoRunner:
                     prog.consumed(expected / len(todo))  # ETA moves model by model
                 expected = 0.0 if todo else expected
                 if not todo:
-                    prog.line(label, f"{step.assets[0]}: all {len(keys)} models up to date")
+                    prog.line(
+                        label, f"{step.assets[0]}: all {len(keys)} {step.partitions} up to date"
+                    )
                 (summary["ran"] if todo else summary["skipped"]).append(step.stage)
             else:
                 keys = self._keys_for(step)

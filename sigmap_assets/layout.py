@@ -10,15 +10,17 @@ layout is documented, greppable and changed in one place::
       .sigmap/steps.json                  what ``sigmap demo`` last materialized
       worlds/<kind>/                      zoo / synthetic worlds built by ``model_zoo``
       corpus/manifest.parquet             corpus files, bytes, sha256
-      corpus/source.json                  which manifest + sharding the store was built from
-      corpus/store/                       units, documents and shards (CorpusStore)
+      corpus/plan.json                    the shard plan (ShardSpec per shard, plan order)
+      corpus/shards/<shard>/              one shard's units and documents (ShardStore)
       tables/model_registry.parquet       the validated registry
       tables/benchmark_catalog.parquet    the validated catalog
       tables/benchmark_scores.{parquet,json}  long scores + validation report
       models/gguf/<sha256[:16]>/          GGUF files dequantized once (safetensors + tokenizer)
-      nll/<corpus fingerprint[:12]>/<model>/   one zarr NLL array per model (NLLStore)
-      ranks/<identity>/, ranks/CURRENT    rank stores and the one nll_ranks built last
+      nll/shards/<shard>/<model>/         one zarr NLL array per model × shard cell (NLLStore)
+      ranks/shards/<shard>/<identity>/    per-shard rank stores; .../CURRENT the latest
+      ranks/CURRENT                       the coverage rank_coverage chose (models × shards)
       items/<benchmark>/{responses,questions}.parquet
+      screening/shards/<shard>.json       one shard's screening partial (every benchmark)
       screening/<benchmark>/{candidates.parquet,summary.json}
       signatures/<benchmark>/{units.parquet,summary.json}
       overlap/<level>.{parquet,npz}       the three overlap matrices
@@ -97,11 +99,21 @@ class StorageLayout:
     def corpus_manifest(self) -> Any:
         return self._path("corpus", "manifest.parquet")
 
-    def corpus_source(self) -> Any:
-        return self._path("corpus", "source.json")
+    def corpus_plan(self) -> Any:
+        """The shard plan ``corpus_manifest`` wrote (specs in plan order, removed shards)."""
+        return self._path("corpus", "plan.json")
 
-    def corpus_store(self) -> Any:
-        return self._path("corpus", "store")
+    def shard_store(self, shard_key: str) -> Any:
+        return self._path("corpus", "shards", shard_key)
+
+    def legacy_paths(self) -> list[Any]:
+        """Paths of the single-corpus layout before shards (a root that has them was
+        written by an older sigmap: see ``docs/OPERATIONS.md``)."""
+        old = [self._path("corpus", "store"), self._path("corpus", "source.json")]
+        nll = self._path("nll")
+        if nll.exists():
+            old += [p for p in nll.iterdir() if p.is_dir() and p.name != "shards"]
+        return [p for p in old if p.exists()]
 
     # tables ------------------------------------------------------------------------
     def registry_table(self) -> Any:
@@ -122,15 +134,19 @@ class StorageLayout:
         (``sigmap_lib.nll.convert_gguf`` writes the sub-folders; local roots only)."""
         return self._path("models", "gguf")
 
-    def nll_array(self, corpus_fingerprint: str, model_key: str) -> Any:
-        """One model's NLL store for one corpus (keyed by the corpus fingerprint)."""
-        return self._path("nll", corpus_fingerprint[:12], model_key)
+    def nll_cell(self, shard_key: str, model_key: str) -> Any:
+        """One model's NLL store on one shard (a ``token_nll`` cell)."""
+        return self._path("nll", "shards", shard_key, model_key)
 
-    def rank_store(self, identity: str) -> Any:
-        return self._path("ranks", identity)
+    def shard_ranks(self, shard_key: str, identity: str) -> Any:
+        return self._path("ranks", "shards", shard_key, identity)
+
+    def shard_ranks_current(self, shard_key: str) -> Any:
+        """JSON naming the rank store ``nll_ranks`` built last for this shard."""
+        return self._path("ranks", "shards", shard_key, "CURRENT")
 
     def ranks_current(self) -> Any:
-        """JSON naming the rank store ``nll_ranks`` built last."""
+        """JSON of the coverage ``rank_coverage`` chose: models, shards, their rank stores."""
         return self._path("ranks", "CURRENT")
 
     # benchmarks --------------------------------------------------------------------
@@ -144,6 +160,9 @@ class StorageLayout:
         return self._path("items", bench_key, "questions.parquet")
 
     # signatures --------------------------------------------------------------------
+    def shard_screen(self, shard_key: str) -> Any:
+        return self._path("screening", "shards", f"{shard_key}.json")
+
     def screening_dir(self, bench_key: str) -> Any:
         return self._path("screening", bench_key)
 

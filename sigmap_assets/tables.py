@@ -55,21 +55,56 @@ def catalog_table(storage: SigmapStorage):
     return pl.read_parquet(storage.layout.catalog_table())
 
 
+def read_plan(storage: SigmapStorage) -> dict:
+    """The shard plan ``corpus_manifest`` wrote (``{"shards": [...], "removed": [...]}``;
+    empty before the first run)."""
+    path = storage.layout.corpus_plan()
+    return read_json(path) if path.exists() else {}
+
+
 def current_ranks(storage: SigmapStorage) -> dict:
-    """``{"dir", "models", "raw_ids"}`` of the rank store nll_ranks last built."""
+    """The coverage ``rank_coverage`` chose: ``{"dir"`` (its identity), ``"models"``,
+    ``"raw_ids"``, ``"shards"`` (key, rank store, units, per used shard), ...``}``."""
     path = storage.layout.ranks_current()
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: materialize nll_ranks first")
-    info = read_json(path)
-    info["path"] = storage.layout.rank_store(info["dir"])
-    return info
+        raise FileNotFoundError(f"{path} is missing: materialize nll_ranks and rank_coverage first")
+    return read_json(path)
 
 
-def open_corpus(storage: SigmapStorage):
-    """The corpus store `corpus_units` built (units, documents, shards, fingerprint)."""
-    from sigmap_lib.inputs import CorpusStore
+def open_ranks(storage: SigmapStorage, info: dict | None = None):
+    """The used shards' rank codes of the used models, read as one RankStore."""
+    from sigmap_lib.nll import RankStore, ShardedRanks
 
-    return CorpusStore.open(storage.layout.corpus_store())
+    info = current_ranks(storage) if info is None else info
+    stores = [
+        RankStore.open(storage.layout.shard_ranks(s["key"], s["ranks"])) for s in info["shards"]
+    ]
+    return ShardedRanks.from_stores(stores, info["models"])
+
+
+def open_corpus(storage: SigmapStorage, info: dict | None = None):
+    """The used shards' units as one corpus (global unit numbers of the aggregates)."""
+    from sigmap_lib.inputs import ShardedCorpus, ShardStore
+
+    info = current_ranks(storage) if info is None else info
+    return ShardedCorpus(
+        [ShardStore.open(storage.layout.shard_store(s["key"])) for s in info["shards"]]
+    )
+
+
+def open_nll_arrays(
+    storage: SigmapStorage, model_keys: list[str], info: dict | None = None
+) -> list:
+    """Per model, its NLL over the used shards (one lazily concatenated array each)."""
+    from sigmap_lib.nll import ConcatArray, NLLStore
+
+    info = current_ranks(storage) if info is None else info
+    return [
+        ConcatArray(
+            [NLLStore.open(storage.layout.nll_cell(s["key"], k)).array for s in info["shards"]]
+        )
+        for k in model_keys
+    ]
 
 
 def fit_item_tables(world: Any, benchmarks: list[str]) -> tuple[dict, dict]:

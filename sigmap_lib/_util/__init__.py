@@ -12,11 +12,13 @@ from ._atomic import (
     json_default,
 )
 from ._checks import array_like
+from ._concat import ConcatArray
 from ._files import files_in, read_head
 from ._tables import iter_jsonl, load_json, read_table, row_label, table_kind
 from ._threads import single_blas_thread
 
 __all__ = [
+    "ConcatArray",
     "array_like",
     "atomic_dir",
     "atomic_file",

@@ -34,7 +34,7 @@ from ._segment import (
     segment_units,
     unit_byte_spans,
 )
-from ._shard_store import ShardStore, iter_shard_documents, write_shard_store
+from ._shard_store import ShardedCorpus, ShardStore, iter_shard_documents, write_shard_store
 from ._shards import (
     PlanDiff,
     ShardSpec,
@@ -81,6 +81,7 @@ __all__ = [
     "Shard",
     "ShardSpec",
     "ShardStore",
+    "ShardedCorpus",
     "apply_model_match",
     "benchmark_slug",
     "build_corpus_store",

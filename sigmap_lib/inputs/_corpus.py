@@ -250,7 +250,7 @@ def _atomic_write_parquet(table: Any, path: Path, row_group_size: int | None = N
         pq.write_table(table, tmp, compression="zstd", row_group_size=row_group_size)
 
 
-def _make_shards(units_per_doc: np.ndarray, shard_units: int) -> list[Shard]:
+def make_shards(units_per_doc: np.ndarray, shard_units: int) -> list[Shard]:
     shards: list[Shard] = []
     doc_start, unit_start, acc = 0, 0, 0
     for d, n in enumerate(units_per_doc.tolist()):
@@ -353,7 +353,7 @@ def build_corpus_store(
     units = np.concatenate(units_list)
     attr = np.concatenate(attr_list)
     doc_of_unit = np.repeat(np.arange(len(docs), dtype=np.int32), n_units_doc)
-    shards = _make_shards(n_units_doc, shard_units)
+    shards = make_shards(n_units_doc, shard_units)
     fingerprint = h.hexdigest()
 
     doc_table = pa.table(

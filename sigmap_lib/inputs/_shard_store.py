@@ -4,15 +4,18 @@ same API as :class:`~sigmap_lib.inputs.CorpusStore` (indices local to the shard)
 
 from __future__ import annotations
 
+import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
 
+from sigmap_lib._util import ConcatArray
 from sigmap_lib._util._atomic import atomic_dir
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._corpus import CorpusStore, Document, Shard, check_text
+from sigmap_lib.inputs._corpus import CorpusStore, Document, Shard, check_text, make_shards
 from sigmap_lib.inputs._segment import segment_units, unit_byte_spans
 from sigmap_lib.inputs._shards import (
     SHARD_FORMAT,
@@ -22,6 +25,9 @@ from sigmap_lib.inputs._shards import (
     iter_parquet,
     iter_positioned,
 )
+
+#: Units an NLL cell commits at a time (a shard's blocks; documents are never split).
+BLOCK_UNITS = 1 << 16
 
 
 # --------------------------------------------------------------------------- shard store
@@ -272,13 +278,105 @@ class ShardStore(CorpusStore):
     def spec(self) -> ShardSpec:
         return ShardSpec.from_dict(self.manifest["spec"])
 
-    @property
+    @cached_property
     def shards(self) -> list[Shard]:  # type: ignore[override]
-        """The shard itself, as the store's one shard."""
-        return [Shard(0, 0, self.n_documents, 0, self.n_units)]
+        """Blocks of about :data:`BLOCK_UNITS` units (documents never split): the units an
+        NLL cell commits at a time, so an interrupted cell resumes block by block."""
+        ranges = self.doc_unit_ranges
+        return make_shards((ranges[:, 1] - ranges[:, 0]).astype(np.int64), BLOCK_UNITS)
 
     def __repr__(self) -> str:
         return (
             f"ShardStore({str(self.path)!r}, key={self.spec.key!r}, "
             f"documents={self.n_documents}, units={self.n_units})"
         )
+
+
+class ShardedCorpus:
+    """Several shard stores read as one corpus: units and documents in shard order.
+
+    The read API of :class:`~sigmap_lib.inputs.CorpusStore` that the aggregates use
+    (``n_units``, ``context``, ``unit_text``, ``unit_nbytes``, ``unit_doc``, ``doc_ids``,
+    ``fingerprint``) with global unit and document indices over the given shards.
+
+    Parameters
+    ----------
+    stores : sequence of ShardStore
+        In plan order (the order of the global unit numbering).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import ShardedCorpus, plan_corpus, write_shard_store
+    >>> Path("corpus").mkdir()
+    >>> _ = Path("corpus/a.txt").write_text("A river, a stone.")
+    >>> _ = Path("corpus/b.txt").write_text("42 clouds")
+    >>> stores = [write_shard_store(s, "corpus", f"shards/{s.key}")
+    ...           for s in plan_corpus("corpus", target_units=100)]
+    >>> corpus = ShardedCorpus(stores)
+    >>> corpus.n_units, corpus.context(7), corpus.unit_doc.tolist()
+    (8, ('42 ', 'clouds'), [0, 0, 0, 0, 0, 0, 1, 1])
+    """
+
+    def __init__(self, stores: Sequence[ShardStore]) -> None:
+        if not stores:
+            raise SigmapInputError("a sharded corpus needs at least one shard store")
+        self.stores = list(stores)
+        self.keys = [st.spec.key for st in self.stores]
+        self.offsets = np.concatenate([[0], np.cumsum([st.n_units for st in self.stores])])
+        self.doc_offsets = np.concatenate([[0], np.cumsum([st.n_documents for st in self.stores])])
+
+    @property
+    def n_units(self) -> int:
+        return int(self.offsets[-1])
+
+    @property
+    def n_documents(self) -> int:
+        return int(self.doc_offsets[-1])
+
+    @property
+    def n_bytes(self) -> int:
+        return sum(st.n_bytes for st in self.stores)
+
+    @property
+    def pattern(self) -> str:
+        return self.stores[0].pattern
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 hex of the shard keys in order (keys are content-addressed)."""
+        return hashlib.sha256("\n".join(self.keys).encode()).hexdigest()
+
+    def locate(self, i: int) -> tuple[int, int]:
+        """``(shard position, local unit index)`` of global unit ``i``."""
+        if not 0 <= i < self.n_units:
+            raise IndexError(f"unit {i} outside [0, {self.n_units})")
+        j = int(np.searchsorted(self.offsets, i, side="right")) - 1
+        return j, i - int(self.offsets[j])
+
+    @property
+    def unit_nbytes(self) -> ConcatArray:
+        """``(n_units,)`` attributed bytes per unit, read lazily shard by shard."""
+        return ConcatArray([st.unit_nbytes for st in self.stores])
+
+    @property
+    def unit_doc(self) -> np.ndarray:
+        """``(n_units,)`` int64 global document index of each unit (built on demand)."""
+        return np.concatenate(
+            [st.unit_doc.astype(np.int64) + int(o) for st, o in zip(self.stores, self.doc_offsets)]
+        )
+
+    @property
+    def doc_ids(self) -> list[str]:
+        return [d for st in self.stores for d in st.doc_ids]
+
+    def unit_text(self, i: int) -> str:
+        j, local = self.locate(i)
+        return self.stores[j].unit_text(local)
+
+    def context(self, i: int, n_left: int = 20) -> tuple[str, str]:
+        j, local = self.locate(i)
+        return self.stores[j].context(local, n_left=n_left)
+
+    def __repr__(self) -> str:
+        return f"ShardedCorpus(shards={len(self.stores)}, units={self.n_units})"

@@ -3,6 +3,8 @@
 NLL store, and the rank store.
 """
 
+from sigmap_lib._util import ConcatArray
+
 from ._gguf import convert_gguf, gguf_architecture
 from ._merge import BpbMoments, bpb_moments, merge_bpb_moments
 from ._perplexity import (
@@ -27,6 +29,7 @@ from ._ranks import (
     rank_store_identity,
     values_dtype,
 )
+from ._sharded import Coverage, ShardedRanks, select_coverage
 from ._store import (
     NLLStore,
     import_nll,
@@ -36,8 +39,11 @@ from ._store import (
 __all__ = [
     "MAX_MODELS_UINT8",
     "BpbMoments",
+    "ConcatArray",
+    "Coverage",
     "NLLStore",
     "RankStore",
+    "ShardedRanks",
     "apportion_token_nll",
     "bpb_moments",
     "build_rank_store",
@@ -57,6 +63,7 @@ __all__ = [
     "rank_store_identity",
     "resolve_device",
     "score_corpus",
+    "select_coverage",
     "shard_checksum",
     "token_nll",
     "values_dtype",

@@ -582,6 +582,20 @@ class RankStore:
         stop = self.n_units if stop is None else stop
         return decode_ranks(np.asarray(self.array()[start:stop]))
 
+    def moments(self) -> Any:
+        """The per-model bits-per-byte moments (:class:`~sigmap_lib.nll.BpbMoments`) of
+        the store's units, for exact merges across shards (``None`` for stores written
+        before the counts were kept)."""
+        from sigmap_lib.nll._merge import BpbMoments
+
+        meta = json.loads((self.path / "models.json").read_text())
+        if "bpb_m2" not in meta:
+            return None
+        n = int(meta["bpb_count"])
+        return BpbMoments(
+            self.model_keys, np.full(self.n_models, n), meta["bpb_total"], meta["bpb_m2"]
+        )
+
 
 def rank_store_identity(
     corpus_fingerprint: str, model_keys: Sequence[str], checksums: Sequence[Mapping[str, str]]
@@ -726,6 +740,10 @@ def build_rank_store(
             "chunk_units": int(chunk_units),
             "bpb_mean": moments.mean.tolist(),
             "bpb_sd": moments.sd.tolist(),
+            # count / sum / M2 per model: the shard's part of an exact merge (BpbMoments)
+            "bpb_count": moments.n,
+            "bpb_total": (moments.mean * moments.n).tolist(),
+            "bpb_m2": moments.m2.tolist(),
         }
         (tmp / "models.json").write_text(json.dumps(meta, indent=1))
     return RankStore.open(out)

@@ -405,6 +405,8 @@ def import_nll(
     path: str | Path,
     *,
     model_id: str = "",
+    unit_offset: int = 0,
+    total_units: int | None = None,
 ) -> dict[str, Any]:
     """Import per-unit NLL computed elsewhere into an :class:`NLLStore`.
 
@@ -423,6 +425,10 @@ def import_nll(
         Store location (local path or fsspec URL).
     model_id
         For messages and the store's attributes.
+    unit_offset, total_units
+        For one shard of a larger corpus: the source holds ``total_units`` values (the
+        whole corpus in plan order) and the shard's are ``[unit_offset, unit_offset +
+        corpus.n_units)``. Default: the source is exactly ``corpus``.
 
     Returns
     -------
@@ -457,11 +463,18 @@ def import_nll(
         import zarr
 
         values = zarr.open_array(str(src), mode="r")
-    if values.ndim != 1 or values.shape[0] != corpus.n_units:
+    expected = corpus.n_units if total_units is None else int(total_units)
+    if values.ndim != 1 or values.shape[0] != expected:
         raise SigmapInputError(
             f"model {model_id or '?'}: nll_source {src} has shape {tuple(values.shape)}, "
-            f"expected ({corpus.n_units},) — one value per corpus unit"
+            f"expected ({expected},) — one value per corpus unit"
         )
+    if not 0 <= unit_offset <= expected - corpus.n_units:
+        raise SigmapInputError(
+            f"model {model_id or '?'}: units [{unit_offset}, {unit_offset + corpus.n_units}) "
+            f"lie outside nll_source {src} ({expected} units)"
+        )
+    values = values[unit_offset : unit_offset + corpus.n_units]
     shards = corpus.shards
     # validate every value before anything is written (a bad source must not leave a
     # half-imported store behind); blocks keep memory bounded for large memory-mapped files

@@ -92,6 +92,19 @@ class ScreenPartial:
         """Benchmark ``b``'s candidates as global unit indices."""
         return self.indices[b] + self.unit_offset
 
+    def subset(self, benchmarks: Sequence[int]) -> ScreenPartial:
+        """The partial of some of its benchmarks (by position), in the given order."""
+        b = [int(i) for i in benchmarks]
+        return replace(
+            self,
+            hist_counts=self.hist_counts[b],
+            models_used=self.models_used[b],
+            indices=[self.indices[i] for i in b],
+            thrush=[self.thrush[i] for i in b],
+            preselect=[self.preselect[i] for i in b],
+            strength=[self.strength[i] for i in b],
+        )
+
     def rebase(self, unit_offset: int) -> ScreenPartial:
         """The same partial with another global offset (a pure function)."""
         return replace(self, unit_offset=int(unit_offset))
@@ -276,14 +289,18 @@ def merge_null_maxima(parts: Iterable[Any]) -> np.ndarray:
     return out
 
 
-def merge_screen(parts: Iterable[ScreenPartial]) -> list[ScreenResult]:
+def merge_screen(parts: Iterable[ScreenPartial], *, k: int | None = None) -> list[ScreenResult]:
     """Merge per-shard screening partials into the monolithic :func:`screen` result.
 
     Parameters
     ----------
     parts : iterable of ScreenPartial
-        One per shard, same ``k``, statistic, sidedness, bins, benchmarks and models;
-        their global unit ranges ``[unit_offset, unit_offset + n_units)`` must be disjoint.
+        One per shard, same statistic, sidedness, bins, benchmarks and models; their
+        global unit ranges ``[unit_offset, unit_offset + n_units)`` must be disjoint.
+    k : int, optional
+        Candidates to keep (default: the parts' common ``k``). Parts screened with a
+        larger ``k`` serve any smaller one (a shard's top ``k`` contains its top
+        ``k' <= k``), so partials kept with headroom stay valid while the corpus grows.
 
     Returns
     -------
@@ -311,10 +328,15 @@ def merge_screen(parts: Iterable[ScreenPartial]) -> list[ScreenResult]:
     if not ps:
         raise SigmapInputError("merge_screen: no screening partials")
     p0 = ps[0]
+    want = min(p.k for p in ps) if k is None else int(k)
+    if k is None and any(p.k != p0.k for p in ps):
+        raise SigmapInputError("merge_screen: partials of different k; pass k=")
+    short = [p.key for p in ps if p.k < want]
+    if short:
+        raise SigmapInputError(f"merge_screen: shards {short} kept fewer than k={want} candidates")
     for p in ps:
         same = (
-            p.k == p0.k
-            and p.statistic == p0.statistic
+            p.statistic == p0.statistic
             and p.two_sided == p0.two_sided
             and p.n_benchmarks == p0.n_benchmarks
             and np.array_equal(p.hist_edges, p0.hist_edges)
@@ -330,7 +352,7 @@ def merge_screen(parts: Iterable[ScreenPartial]) -> list[ScreenResult]:
         if s1 < e0:
             raise SigmapInputError(f"shards {k0!r} and {k1!r} overlap in global unit numbering")
     n_units = sum(p.n_units for p in ps)
-    kk = min(p0.k, max(n_units, 1))
+    kk = min(want, max(n_units, 1))
     counts = merge_histograms([p.hist_counts for p in ps])
     out = []
     for b in range(p0.n_benchmarks):

@@ -313,9 +313,12 @@ def make_synthetic_world(
         for sub in ("corpus", "nll", "items", "responses"):
             (tmp / sub).mkdir(parents=True)
         n_docs = (d + DOC_WORDS - 1) // DOC_WORDS
-        for k in range(n_docs):
-            chunk = words[k * DOC_WORDS : (k + 1) * DOC_WORDS]
-            (tmp / "corpus" / f"doc_{k:06d}.txt").write_text(" ".join(chunk) + "\n")
+        # one JSONL file (a shard never spans files: many tiny files would be many shards)
+        with open(tmp / "corpus" / "docs.jsonl", "w", encoding="utf-8") as fh:
+            for k in range(n_docs):
+                chunk = words[k * DOC_WORDS : (k + 1) * DOC_WORDS]
+                text = " ".join(chunk) + "\n"
+                fh.write(json.dumps({"id": f"doc_{k:06d}.txt", "text": text}) + "\n")
         nll_rel = []
         entries = []
         for i in range(m):

@@ -68,8 +68,18 @@ class Project:
             resources=self.resources,
         ).sync_partitions()
 
+    #: corpus_manifest's run config: the small world's 3,000 units in 3 shards
+    corpus_config = {"ops": {"corpus_manifest": {"config": {"shard_units": 1000}}}}
+
     def keys(self, name: str) -> list[str]:
         return list(self.instance.get_dynamic_partitions(name))
+
+    def cells(self, models: Sequence[str] | None = None) -> list[str]:
+        """``token_nll`` partitions of these models (default all) on every shard."""
+        from sigmap_assets.partitions import cell_key
+
+        ms = self.keys("models") if models is None else models
+        return [str(cell_key(m, s)) for m in ms for s in self.keys("shards")]
 
     def through(self, stage: str) -> None:
         """Materialize everything up to and including ``stage`` (world, corpus, registry,
@@ -90,18 +100,25 @@ class Project:
         todo = order[: order.index(stage) + 1]
         steps = {
             "world": lambda: self.materialize(["model_zoo"]),
-            "corpus": lambda: self.materialize(["corpus_manifest", "corpus_units"]),
+            "corpus": lambda: (
+                self.materialize(["corpus_manifest"], run_config=self.corpus_config),
+                [self.materialize(["corpus_shard"], partition=k) for k in self.keys("shards")],
+            ),
             "registry": lambda: (
                 self.materialize(["model_registry", "benchmark_catalog"]),
                 self.sync(),
             ),
             "scores": lambda: self.materialize(["benchmark_scores"]),
-            "nll": lambda: [
-                self.materialize(["token_nll"], partition=k) for k in self.keys("models")
-            ],
-            "ranks": lambda: self.materialize(["nll_ranks"]),
+            "nll": lambda: [self.materialize(["token_nll"], partition=k) for k in self.cells()],
+            "ranks": lambda: (
+                [self.materialize(["nll_ranks"], partition=k) for k in self.keys("shards")],
+                self.materialize(["rank_coverage"]),
+            ),
             "items": lambda: self.materialize(["benchmark_items"], prange=self._brange()),
-            "screening": lambda: self.materialize(["screened_candidates"], prange=self._brange()),
+            "screening": lambda: (
+                [self.materialize(["shard_screen"], partition=k) for k in self.keys("shards")],
+                self.materialize(["screened_candidates"], prange=self._brange()),
+            ),
             "signatures": lambda: self.materialize(
                 ["signatures"],
                 prange=self._brange(),

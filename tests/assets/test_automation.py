@@ -8,6 +8,7 @@ with `dg.build_sensor_context`; what the daemon would launch is materialized in-
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path
 
 import dagster as dg
@@ -22,22 +23,13 @@ from sigmap_assets.defs.automation.sensors import (
 from sigmap_assets.defs.models.sensors import new_model_sensor
 from tests.assets.harness import Project
 
-#: Dependency order of everything automation may request (what one daemon launch runs).
-ORDER = [
-    "nll_ranks",
-    "benchmark_items",
-    "screened_candidates",
-    "signatures",
-    "performance_overlap",
-    "semantic_overlap",
-    "signature_overlap",
-    "overlap_report",
-]
 FAST = {
     "signatures": {"method": "aic", "n_bootstrap": 0, "n_permutations": 0, "loo": False},
     "signature_overlap": {"n_permutations": 2, "n_bootstrap": 20},
     "overlap_report": {"n_model_subsets": 1, "robustness": False, "alignment": False},
 }
+#: Not run here when automation requests them (slow, and not what these tests are about).
+SKIP = {"irt_item_pool", "irt_fits", "metabench_selection", "metabench", "scored_models"}
 
 
 def requested(result) -> dict[str, set]:
@@ -46,7 +38,9 @@ def requested(result) -> dict[str, set]:
     for subset in result._requested_subsets:  # the public getters need a key each
         if isinstance(subset.key, dg.AssetKey):
             name = subset.key.to_user_string()
-            out[name] = set(result.get_requested_partitions(subset.key))
+            out[name] = {
+                None if k is None else str(k) for k in result.get_requested_partitions(subset.key)
+            }
     return {k: v for k, v in out.items() if v}
 
 
@@ -56,40 +50,60 @@ def tick(project: Project, cursor=None):
     )
 
 
-def sensor_tick(project: Project, cursor: str | None):
+def sensor_tick(project: Project, sensor, cursor: str | None):
     with dg.build_sensor_context(
         instance=project.instance, cursor=cursor, resources={"world": project.world}
     ) as ctx:
-        result = new_model_sensor(ctx)
+        result = sensor(ctx)
+    if isinstance(result, dg.SkipReason):
+        return result
     for req in result.dynamic_partitions_requests or []:  # what the daemon does with the result
         project.instance.add_dynamic_partitions(req.partitions_def_name, list(req.partition_keys))
     return result
 
 
 def launch(project: Project, run_requests) -> dict[str, bool]:
-    """Execute the sensor's run requests in-process; partition key → success."""
+    """Execute a sensor's run requests in-process; partition key (or assets) → success."""
     outcome = {}
     for req in run_requests:
-        names = [k.to_user_string() for k in req.asset_selection]
-        res = project.materialize(names, partition=req.partition_key, raise_on_error=False)
+        names = [k.to_user_string() for k in req.asset_selection] if req.asset_selection else None
+        if names is None:  # the sensor's own target
+            names = ["corpus_manifest"]
+        res = project.materialize(
+            names,
+            partition=req.partition_key,
+            raise_on_error=False,
+            run_config=project.corpus_config if "corpus_manifest" in names else None,
+        )
         outcome[req.partition_key or ",".join(names)] = res.success
     return outcome
 
 
-def run_requested(project: Project, asked: dict[str, set]) -> None:
-    """Materialize what automation requested, in dependency order (one run per asset)."""
-    unknown = set(asked) - set(ORDER)
-    assert not unknown, f"automation requested unexpected assets {unknown}"
+def topo_order(project: Project) -> list[str]:
+    graph = project.defs.resolve_asset_graph()
+    return [k.to_user_string() for k in graph.toposorted_asset_keys]
+
+
+def run_requested(project: Project, asked: dict[str, set], failures: dict) -> None:
+    """Materialize what automation requested, in dependency order, as the daemon would: an
+    unpartitioned asset once, all benchmarks in one range run, other keys one run each."""
     bench = project.keys("benchmarks")
-    for name in ORDER:
-        if name not in asked:
+    for name in topo_order(project):
+        if name not in asked or name in SKIP:
             continue
         cfg = {"ops": {name: {"config": FAST[name]}}} if name in FAST else None
-        if asked[name] == {None}:
-            project.materialize([name], run_config=cfg)
-        else:
-            assert asked[name] == set(bench), f"{name}: expected every benchmark, got {asked[name]}"
+        keys = asked[name]
+        if keys == {None}:
+            res = project.materialize([name], run_config=cfg, raise_on_error=False)
+            if not res.success:
+                failures.setdefault(name, set()).add(None)
+        elif keys == set(bench):
             project.materialize([name], prange=(bench[0], bench[-1]), run_config=cfg)
+        else:
+            for k in sorted(keys):
+                res = project.materialize([name], partition=k, run_config=cfg, raise_on_error=False)
+                if not res.success:
+                    failures.setdefault(name, set()).add(k)
 
 
 def add_model(world: Path, model_id: str, source_index: int = 0) -> None:
@@ -106,117 +120,152 @@ def add_model(world: Path, model_id: str, source_index: int = 0) -> None:
     (world / "scores.csv").write_text("\n".join([*lines, ",".join([model_id, *row[1:]])]) + "\n")
 
 
-def settle(project: Project, cursor, max_ticks: int = 6):
-    """Tick and launch what was requested until a tick requests nothing; the ticks' requests."""
-    ticks = []
+def add_corpus_file(world: Path, n_docs: int = 3, words: int = 60) -> int:
+    """A new corpus file (sorted last) and its NLL appended to every imported model array."""
+    from sigmap_lib.inputs import segment_units
+
+    rng = np.random.default_rng(5)
+    vocab = ["river", "stone", "cloud", "garden", "lantern", "harbor", "signal"]
+    lines, n = [], 0
+    for i in range(n_docs):
+        text = " ".join(rng.choice(vocab, words)) + "\n"
+        n += len(segment_units(text))
+        lines.append(json.dumps({"id": f"new:{i}", "text": text}))
+    (world / "corpus" / "zz_new.jsonl").write_text("\n".join(lines) + "\n")
+    for p in sorted((world / "nll").glob("model_*.npy")):
+        old = np.load(p)
+        np.save(p, np.concatenate([old, rng.gamma(2.0, 1.0, n).astype(old.dtype)]))
+    return n
+
+
+def settle(project: Project, cursor, max_ticks: int = 10):
+    """Tick and launch what was requested until a tick requests nothing: the ticks' requests
+    and the failed partitions."""
+    ticks: list[dict] = []
+    failures: dict = {}
     for _ in range(max_ticks):
         result = tick(project, cursor)
         cursor = result.cursor
-        asked = requested(result)
+        asked = {k: v for k, v in requested(result).items() if k not in SKIP}
         if not asked:
-            return ticks, cursor
+            return ticks, cursor, failures
         ticks.append(asked)
-        run_requested(project, asked)
+        run_requested(project, asked, failures)
     raise AssertionError(f"automation did not settle in {max_ticks} ticks: {ticks}")
 
 
-def first_tick(ticks: list[dict], name: str) -> int:
-    hits = [i for i, asked in enumerate(ticks) if name in asked]
-    assert len(hits) == 1, f"{name} requested in ticks {hits} (expected exactly once): {ticks}"
-    return hits[0]
+def all_requested(ticks: list[dict], name: str) -> list:
+    """Every partition of ``name`` requested over the ticks (repeats kept)."""
+    return [k for t in ticks for k in sorted(t.get(name, ()), key=str)]
 
 
-def test_new_models_flow_through_the_graph_without_stalling(
+def once_each(ticks: list[dict], name: str) -> set:
+    keys = all_requested(ticks, name)
+    assert len(keys) == len(set(keys)), f"{name}: a partition was requested twice: {ticks}"
+    return set(keys)
+
+
+def latest_meta(project: Project, name: str, partition: str | None = None) -> dict:
+    if partition is None:
+        ev = project.instance.get_latest_materialization_event(dg.AssetKey(name))
+        return ev.asset_materialization.metadata
+    recs = project.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(name), asset_partitions=[partition]), limit=1
+    ).records
+    return recs[0].asset_materialization.metadata
+
+
+def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     project: Project, synthetic_world: Path
 ) -> None:
-    # the 12th model of the registry cannot be loaded: its run fails
+    from sigmap_assets.defs.automation.sensors import corpus_sensor
+    from sigmap_assets.partitions import cell_key
+
+    # the 12th model of the registry cannot be loaded: its cells fail
     reg = yaml.safe_load((synthetic_world / "models.yaml").read_text())
     broken_id = reg["models"][-1]["id"]
     reg["models"][-1]["nll_source"] = "nll/does_not_exist.npy"
     (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
     project.materialize(["model_zoo"])
-    project.materialize(["corpus_manifest", "corpus_units"])
     project.materialize(["benchmark_catalog"])
-    t0 = tick(project)  # the automation sensor is running before any model arrives
+    t0 = tick(project)  # the automation sensor runs before any corpus or model arrives
     assert requested(t0) == {}
+    project.materialize(["corpus_manifest"], run_config=project.corpus_config)
+    shards = project.keys("shards")
+    assert len(shards) == 3
+    # new shards: automation builds their units (each once)
+    ticks, cursor, failures = settle(project, t0.cursor)
+    assert once_each(ticks, "corpus_shard") == set(shards) and not failures
+    assert all("token_nll" not in t for t in ticks)
 
-    # sensor tick: 12 partitions and 12 token_nll runs (one per model) + the registry/scores run
-    s1 = sensor_tick(project, None)
+    # the model sensor: 12 partitions (36 cells) and one registry/scores run
+    s1 = sensor_tick(project, new_model_sensor, None)
     assert len(project.keys("models")) == 12
-    nll_runs = [r for r in s1.run_requests if r.partition_key]
-    assert sorted(r.partition_key for r in nll_runs) == sorted(project.keys("models"))
-    assert all(r.asset_selection == [dg.AssetKey("token_nll")] for r in nll_runs)
-    registry_runs = [r for r in s1.run_requests if not r.partition_key]
-    assert [set(r.asset_selection) for r in registry_runs] == [
+    assert [set(r.asset_selection) for r in s1.run_requests] == [
         {dg.AssetKey("model_registry"), dg.AssetKey("benchmark_scores")}
     ]
-    ran = launch(project, registry_runs + nll_runs)
-    broken_key = nll_runs[-1].partition_key
-    assert [k for k, ok in ran.items() if not ok] == [broken_key]
+    assert all(launch(project, s1.run_requests).values())
+    broken = next(k for k in project.keys("models") if k.replace("__", "/") == broken_id)
 
-    # automation: 11 complete + 1 failed model → the ranks are requested (no stall), with
-    # performance overlap (new scores); token_nll never (its runs come from the sensor)
-    t1 = tick(project, t0.cursor)
-    assert requested(t1) == {"nll_ranks": {None}, "performance_overlap": {None}}
-    project.materialize(["nll_ranks"])
-    ranks_meta = project.instance.get_latest_materialization_event(
-        dg.AssetKey("nll_ranks")
-    ).asset_materialization.metadata
-    assert ranks_meta["models_used"].value == 11
-    assert ranks_meta["models_missing"].value == [broken_id]
-    # after the ranks: every benchmark's screening and signatures, in one launch; nothing twice
-    t2 = tick(project, t1.cursor)
-    bench = set(project.keys("benchmarks"))
-    assert requested(t2) == {"screened_candidates": bench, "signatures": bench}
-    t2 = tick(project, t2.cursor)
-    assert requested(t2) == {}
-    run_requested(
-        project, {"screened_candidates": bench, "signatures": bench, "performance_overlap": {None}}
-    )
-    t2 = tick(project, t2.cursor)
-    assert requested(t2) == {"signature_overlap": {None}, "overlap_report": {None}}
-    run_requested(project, requested(t2))
-    cursor = t2.cursor
+    # automation fills every cell once (the broken model's fail, never retried), ranks each
+    # shard, chooses the coverage (11 models), screens every shard and merges: no stall
+    ticks, cursor, failures = settle(project, cursor)
+    cells = {str(cell_key(m, s)) for m in project.keys("models") for s in shards}
+    assert once_each(ticks, "token_nll") == cells
+    assert failures == {"token_nll": {str(cell_key(broken, s)) for s in shards}}
+    assert once_each(ticks, "nll_ranks") == set(shards)
+    for name in ("rank_coverage", "screened_candidates", "signatures", "signature_overlap"):
+        once_each(ticks, name)
+    cov = latest_meta(project, "rank_coverage")
+    assert cov["models_used"].value == 11 and cov["shards_used"].value == 3
+    assert cov["missing_cells"].value == 3
+    assert latest_meta(project, "nll_ranks", shards[0])["models_missing"].value == [broken_id]
+    assert project.storage.layout.signature_summary(project.keys("benchmarks")[0]).exists()
 
     # the nightly re-read of unchanged score sources triggers nothing (same data version)
     project.materialize(["benchmark_catalog", "benchmark_scores"])
-    t3 = tick(project, cursor)
-    assert requested(t3) == {}
+    ticks, cursor, _ = settle(project, cursor)
+    assert ticks == []
 
-    # a model is added to models.yaml: the sensor adds only its partition and requests its run
+    # a model is added: the sensor adds its partition; automation fills its 3 cells only
     add_model(synthetic_world, "synthetic/epsilon-new")
-    s2 = sensor_tick(project, s1.cursor)
-    new_runs = [r for r in s2.run_requests if r.partition_key]
-    assert [r.partition_key for r in new_runs] == ["synthetic__epsilon-new"]
+    s2 = sensor_tick(project, new_model_sensor, s1.cursor)
     assert len(project.keys("models")) == 13
-    t4 = tick(project, t3.cursor)  # automation does not request the new partition's run itself
-    assert requested(t4) == {}
-    ran = launch(project, s2.run_requests)
-    assert ran == {"model_registry,benchmark_scores": True, "synthetic__epsilon-new": True}
-
-    # after its token_nll: the ranks again, then screening/signatures of every benchmark, the
-    # overlaps and the report — each once (the new model's scores also change performance overlap)
-    ticks, cursor = settle(project, t4.cursor)
-    assert ticks[0] == {"nll_ranks": {None}, "performance_overlap": {None}}
-    i_ranks, i_screen, i_sig = (
-        first_tick(ticks, n) for n in ("nll_ranks", "screened_candidates", "signatures")
-    )
-    i_sov = first_tick(ticks, "signature_overlap")
-    assert i_ranks < i_screen == i_sig < i_sov
-    # the report follows each of its two updates (scores → performance; ranks → signatures)
-    reports = [i for i, t in enumerate(ticks) if "overlap_report" in t]
-    assert len(reports) <= 2 and reports[-1] >= i_sov
-    assert all("token_nll" not in t for t in ticks)
-    ranks_meta = project.instance.get_latest_materialization_event(
-        dg.AssetKey("nll_ranks")
-    ).asset_materialization.metadata
-    assert ranks_meta["models_used"].value == 12
+    assert all(launch(project, s2.run_requests).values())
+    ticks, cursor, failures = settle(project, cursor)
+    new = "synthetic__epsilon-new"
+    assert once_each(ticks, "token_nll") == {str(cell_key(new, s)) for s in shards}
+    assert not failures
+    assert once_each(ticks, "nll_ranks") == set(shards)
+    assert latest_meta(project, "rank_coverage")["models_used"].value == 12
     screening = project.storage.layout.screening_summary(project.keys("benchmarks")[0])
-    assert "synthetic__epsilon-new" in yaml.safe_load(screening.read_text())["models_used"]
+    assert new in yaml.safe_load(screening.read_text())["models_used"]
 
-    # the same registry again: no new partition, no run
-    s3 = sensor_tick(project, s2.cursor)
+    # a corpus file is added: the corpus sensor re-plans; automation builds the new shard,
+    # fills its cells for every model (and only those), ranks that shard only, merges again
+    c0 = sensor_tick(project, corpus_sensor, None)  # first tick: remembers the folder
+    assert c0.run_requests == []
+    add_corpus_file(synthetic_world)
+    c1 = sensor_tick(project, corpus_sensor, c0.cursor)
+    assert len(c1.run_requests) == 1
+    assert all(launch(project, c1.run_requests).values())
+    [added] = [s for s in project.keys("shards") if s not in shards]
+    ticks, cursor, failures = settle(project, cursor)
+    assert once_each(ticks, "corpus_shard") == {added}
+    assert once_each(ticks, "token_nll") == {
+        str(cell_key(m, added)) for m in project.keys("models")
+    }
+    assert failures == {"token_nll": {str(cell_key(broken, added))}}
+    assert once_each(ticks, "nll_ranks") == {added}
+    cov = latest_meta(project, "rank_coverage")
+    assert cov["models_used"].value == 12 and cov["shards_used"].value == 4
+    screens = [latest_meta(project, "shard_screen", s) for s in shards]
+    assert all(m["reused"].value for m in screens)  # the old shards' partials were kept
+
+    # the same registry and corpus again: nothing new
+    s3 = sensor_tick(project, new_model_sensor, s2.cursor)
     assert not s3.run_requests and not s3.dynamic_partitions_requests
+    assert isinstance(sensor_tick(project, corpus_sensor, c1.cursor), dg.SkipReason)
 
 
 def test_automation_sensor_schedule_and_catalog_sensor_are_declared_on(project: Project) -> None:
@@ -227,7 +276,17 @@ def test_automation_sensor_schedule_and_catalog_sensor_are_declared_on(project: 
     graph = defs.resolve_asset_graph()
     targeted = sensor.asset_selection.resolve(graph)
     assert {
-        dg.AssetKey(k) for k in ["nll_ranks", "screened_candidates", "signatures", "overlap_report"]
+        dg.AssetKey(k)
+        for k in [
+            "corpus_shard",
+            "token_nll",
+            "nll_ranks",
+            "rank_coverage",
+            "shard_screen",
+            "screened_candidates",
+            "signatures",
+            "overlap_report",
+        ]
     } <= targeted
 
     schedule = defs.get_schedule_def("nightly_score_refresh")
@@ -294,5 +353,12 @@ def test_automated_assets_are_derived_from_their_own_conditions() -> None:
     }
     assert tagged == with_condition
     assert {k.to_user_string() for k in AUTOMATED.resolve(graph)} == with_condition
-    assert set(ORDER) <= with_condition and "token_nll" not in with_condition
+    assert {
+        "token_nll",
+        "nll_ranks",
+        "rank_coverage",
+        "shard_screen",
+        "signatures",
+    } <= with_condition
+    assert "corpus_manifest" not in with_condition  # the corpus sensor requests it
     assert {"irt_item_pool", "irt_fits", "metabench_selection", "metabench"} <= with_condition

@@ -1,4 +1,5 @@
-"""Backfills: token_nll = one run per model (gpu pool); screening/signatures = one run for all benchmarks.
+"""Backfills: token_nll = one run per model × shard cell (gpu pool); screening/signatures = one
+run for all benchmarks.
 
 The run requests come from Dagster's own asset-backfill iteration
 (`execute_asset_backfill_iteration_inner`, what the daemon runs for a backfill launched from
@@ -24,13 +25,16 @@ from tests.assets.harness import Project
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 
-def first_iteration(project: Project, asset: str, partitions: str) -> list[dg.RunRequest]:
-    """The run requests of a backfill's first daemon iteration over every partition of ``asset``."""
+def first_iteration(
+    project: Project, asset: str, partitions: str | list[str]
+) -> list[dg.RunRequest]:
+    """The run requests of a backfill's first daemon iteration over these partitions of
+    ``asset`` (a dynamic partitions name: all of its keys)."""
     graph = project.defs.resolve_asset_graph()
     now = time.time()
     data = AssetBackfillData.from_asset_partitions(
         asset_graph=graph,
-        partition_names=project.keys(partitions),
+        partition_names=project.keys(partitions) if isinstance(partitions, str) else partitions,
         asset_selection=[dg.AssetKey(asset)],
         dynamic_partitions_store=project.instance,
         backfill_start_timestamp=now,
@@ -48,13 +52,21 @@ def first_iteration(project: Project, asset: str, partitions: str) -> list[dg.Ru
     return list(result.run_requests)
 
 
-def test_token_nll_backfill_is_one_run_per_model_in_the_gpu_pool(project: Project) -> None:
-    project.instance.add_dynamic_partitions("models", ["m-a", "m-b", "m-c", "m-d"])
-    requests = first_iteration(project, "token_nll", "models")
-    # multi_run(1): one run per model, each a one-key partition range
-    assert sorted(r.tags[RANGE_START] for r in requests) == ["m-a", "m-b", "m-c", "m-d"]
-    assert all(r.tags[RANGE_START] == r.tags[RANGE_END] for r in requests)
-    assert all(r.asset_selection == [dg.AssetKey("token_nll")] for r in requests)
+def test_token_nll_backfill_is_one_run_per_cell_in_the_gpu_pool(project: Project) -> None:
+    from sigmap_assets.partitions import cell_key
+
+    project.instance.add_dynamic_partitions("models", ["m-a", "m-b", "m-c"])
+    project.instance.add_dynamic_partitions("shards", ["s-1", "s-2"])
+    # "a model for all shards" (a new model) and "a shard for all models" (a new file)
+    for cells in (
+        [str(cell_key("m-b", s)) for s in ("s-1", "s-2")],
+        [str(cell_key(m, "s-2")) for m in ("m-a", "m-b", "m-c")],
+    ):
+        requests = first_iteration(project, "token_nll", cells)
+        # multi_run(1): one run per cell, each a one-key partition range
+        assert sorted(r.tags[RANGE_START] for r in requests) == sorted(cells)
+        assert all(r.tags[RANGE_START] == r.tags[RANGE_END] for r in requests)
+        assert all(r.asset_selection == [dg.AssetKey("token_nll")] for r in requests)
     # each of those runs holds a slot of the `gpu` pool while token_nll executes
     assets_def = project.defs.resolve_asset_graph().get(dg.AssetKey("token_nll")).assets_def
     assert assets_def.op.pool == "gpu"
@@ -81,9 +93,9 @@ def test_signatures_backfill_is_one_run_over_the_full_range(project: Project) ->
 def test_single_run_sees_every_benchmark_in_one_invocation(project: Project) -> None:
     project.through("ranks")
     # what a token_nll backfill run executes: a one-key range (multi_run(1)) works like a key
-    model = project.keys("models")[0]
-    one = project.materialize(["token_nll"], prange=(model, model))
-    assert [e.partition for e in one.get_asset_materialization_events()] == [model]
+    cell = project.cells()[0]
+    one = project.materialize(["token_nll"], prange=(cell, cell))
+    assert [e.partition for e in one.get_asset_materialization_events()] == [cell]
     bench = project.keys("benchmarks")
     assert len(bench) == 6
     result = project.materialize(["screened_candidates"], prange=(bench[0], bench[-1]))

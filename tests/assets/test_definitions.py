@@ -16,6 +16,14 @@ REPO = Path(__file__).resolve().parents[2]
 SNAPSHOT = Path(__file__).with_name("graph_snapshot.json")
 
 
+def _partitions_name(pdef) -> str | None:
+    if isinstance(pdef, dg.DynamicPartitionsDefinition):
+        return pdef.name
+    if isinstance(pdef, dg.MultiPartitionsDefinition):
+        return " × ".join(f"{d.name}:{d.partitions_def.name}" for d in pdef.partitions_defs)
+    return None
+
+
 def graph_snapshot() -> dict:
     d = defs()
     graph = d.resolve_asset_graph()
@@ -24,9 +32,7 @@ def graph_snapshot() -> dict:
         node = graph.get(key)
         assets[key.to_user_string()] = {
             "group": node.group_name,
-            "partitions": node.partitions_def.name
-            if isinstance(node.partitions_def, dg.DynamicPartitionsDefinition)
-            else None,
+            "partitions": _partitions_name(node.partitions_def),
             "deps": sorted(k.to_user_string() for k in node.parent_keys),
             "checks": sorted(c.name for c in node.check_keys),
             "automation": node.automation_condition.get_label()

@@ -240,7 +240,8 @@ def test_token_nll_definition_carries_pool_and_single_partition_runs():
     token_nll = defs.resolve_assets_def("token_nll")
     assert token_nll.op.pool == "gpu"
     assert token_nll.backfill_policy == dg.BackfillPolicy.multi_run(1)
-    assert token_nll.partitions_def.name == "models"
+    dims = {d.name: d.partitions_def.name for d in token_nll.partitions_def.partitions_defs}
+    assert dims == {"model": "models", "shard": "shards"}
 
 
 def test_helm_values_parse_and_name_the_expected_keys():

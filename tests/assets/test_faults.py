@@ -26,7 +26,7 @@ from sigmap_lib.nll import NLLStore
 from tests.assets.harness import Project
 
 REPO = Path(__file__).resolve().parents[2]
-SHARD_CFG = {"ops": {"corpus_units": {"config": {"shard_units": 500}}}}  # 6 shards of 500 units
+SHARD_CFG = {"ops": {"corpus_manifest": {"config": {"shard_units": 500}}}}  # 6 shards
 
 
 # ------------------------------------------------------------------------------ fixtures
@@ -202,16 +202,29 @@ def test_sigkill_from_outside_mid_run_then_resume_is_bit_identical(
 
 
 # ------------------------------------------------------------------ 2. corrupted chunk
-def _nll_dir(project: Project, key: str) -> Path:
-    fp = CorpusStore.open(project.storage.layout.corpus_store()).fingerprint
-    return Path(project.storage.layout.nll_array(fp, key))
+def _nll_dir(project: Project, key: str, shard: int = 0) -> Path:
+    return Path(project.storage.layout.nll_cell(project.keys("shards")[shard], key))
+
+
+def _cells(project: Project, key: str) -> list[str]:
+    return project.cells([key])
 
 
 def _setup(project: Project) -> None:
     project.materialize(["model_zoo"])
-    project.materialize(["corpus_manifest", "corpus_units"], run_config=SHARD_CFG)
+    project.materialize(["corpus_manifest"], run_config=SHARD_CFG)
+    for k in project.keys("shards"):
+        project.materialize(["corpus_shard"], partition=k)
     project.materialize(["model_registry", "benchmark_catalog"])
     project.sync()
+
+
+def _files(d: Path) -> dict[str, tuple[int, str]]:
+    return {
+        str(p.relative_to(d)): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(d.rglob("*"))
+        if p.is_file()
+    }
 
 
 def _check_result(project: Project, key: str) -> dg.AssetCheckResult:
@@ -226,33 +239,38 @@ def _check_result(project: Project, key: str) -> dg.AssetCheckResult:
 
 
 @pytest.mark.parametrize("damage", ["truncated", "other_values"])
-def test_corrupted_chunk_detected_and_only_its_shard_recomputed(
+def test_corrupted_cell_detected_and_only_that_cell_recomputed(
     project: Project, damage: str
 ) -> None:
     _setup(project)
     key = project.keys("models")[3]
-    project.materialize(["token_nll"], partition=key)
-    d = _nll_dir(project, key)
+    cells = _cells(project, key)
+    assert len(cells) == 6
+    for c in cells:
+        project.materialize(["token_nll"], partition=c)
+    d = _nll_dir(project, key, shard=2)
     good = NLLStore.open(d).read()
-    assert len(NLLStore.open(d).shard_bounds) == 6
-    chunk = d / "c" / "2"
+    others = {i: _files(_nll_dir(project, key, i)) for i in range(6) if i != 2}
+    chunk = d / "c" / "0"
     if damage == "truncated":
         chunk.write_bytes(chunk.read_bytes()[:-9])
     else:  # decodes fine, wrong numbers (silent corruption): only the checksum catches it
         import zarr
 
         arr = zarr.open_array(str(d), mode="r+")
-        arr[1000:1500] = good[1000:1500] + 0.25
-    ev = _check_result(project, key)
+        arr[10:50] = good[10:50] + 0.25
+    ev = _check_result(project, cells[2])
     assert not ev.passed
     problems = json.dumps(ev.metadata["problems"].value)
-    assert "[2]" in problems and ("checksum" in problems or "pending" in problems), problems
-    res = project.materialize(["token_nll"], partition=key)
+    assert "[0]" in problems and ("checksum" in problems or "pending" in problems), problems
+    res = project.materialize(["token_nll"], partition=cells[2])
     (mat,) = res.get_asset_materialization_events()
     md = mat.materialization.metadata
-    assert md["shards_written"].value == 1 and md["shards_skipped"].value == 5
+    assert md["shards_written"].value == 1 and md["shards_skipped"].value == 0
     assert all(e.passed for e in res.get_asset_check_evaluations())
     assert_complete_and_equal(d, good)
+    # the other cells of the model were neither rewritten nor touched
+    assert {i: _files(_nll_dir(project, key, i)) for i in others} == others
 
 
 def test_corrupted_chunk_of_scored_model_is_rescored(
@@ -281,15 +299,19 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
     project: Project, tmp_path: Path, tiny_gpt2: Path, corpus: CorpusStore, reference: np.ndarray
 ) -> None:
     from sigmap_assets.defs.models.assets import token_nll
+    from sigmap_assets.partitions import cell_key
 
     _setup(project)
     keys = project.keys("models")[:2]
+    shard = project.keys("shards")[0]
     errors: list[BaseException] = []
     barrier = threading.Barrier(4)
 
     def asset(key: str) -> None:
         try:
-            ctx = dg.build_asset_context(partition_key=key, instance=project.instance)
+            ctx = dg.build_asset_context(
+                partition_key=str(cell_key(key, shard)), instance=project.instance
+            )
             barrier.wait()
             token_nll(
                 ctx,
@@ -319,8 +341,9 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
     sources = {s.key: s.nll_source for s in read_registry(Path(project.world.path) / "models.yaml")}
     dirs = [_nll_dir(project, k) for k in keys]
     assert dirs[0] != dirs[1]
+    n = NLLStore.open(dirs[0]).n_units
     for k, d in zip(keys, dirs):
-        assert_complete_and_equal(d, np.load(sources[k]))
+        assert_complete_and_equal(d, np.load(sources[k])[:n])
         assert NLLStore.open(d).attrs["model_id"] == k.replace("__", "/")
     for i in range(2):
         assert_complete_and_equal(tmp_path / f"m{i}", reference)
@@ -345,7 +368,8 @@ def test_model_that_fails_to_load_fails_only_its_partition(
     _setup(project)
     keys = project.keys("models")
     assert "local__broken" in keys and "local__tiny-gpt2" in keys
-    res = project.materialize(["token_nll"], partition="local__broken", raise_on_error=False)
+    [broken_cell] = project.cells(["local__broken"])[:1]
+    res = project.materialize(["token_nll"], partition=broken_cell, raise_on_error=False)
     assert not res.success
     msg = "\n".join(
         str(e.step_failure_data.error.to_string())
@@ -354,14 +378,17 @@ def test_model_that_fails_to_load_fails_only_its_partition(
     )
     assert str(broken) in msg and "no *.safetensors weights" in msg, msg
     assert not _nll_dir(project, "local__broken").exists()
-    for k in keys:
-        if k != "local__broken":
-            assert project.materialize(["token_nll"], partition=k).success
-    res = project.materialize(["nll_ranks"])
+    for c in project.cells([k for k in keys if k != "local__broken"]):
+        assert project.materialize(["token_nll"], partition=c).success
+    for sh in project.keys("shards"):
+        res = project.materialize(["nll_ranks"], partition=sh)
+        (mat,) = res.get_asset_materialization_events()
+        md = mat.materialization.metadata
+        assert md["models_used"].value == 4
+        assert md["models_missing"].value == ["local/broken"]
+    res = project.materialize(["rank_coverage"])
     (mat,) = res.get_asset_materialization_events()
-    md = mat.materialization.metadata
-    assert md["models_used"].value == 4
-    assert md["models_missing"].value == ["local/broken"]
+    assert mat.materialization.metadata["models_used"].value == 4
     current = json.loads(project.storage.layout.ranks_current().read_text())
     assert "local__tiny-gpt2" in current["models"] and "local__broken" not in current["models"]
 

@@ -1,4 +1,5 @@
-"""The new-model sensor adds each new model once and requests one token_nll run per model."""
+"""The new-model sensor adds each new model once (its token_nll cells are then filled by
+automation) and requests one registry/scores re-read per change."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def _tick(instance: dg.DagsterInstance, world: WorldResource, cursor: str | None
     return result
 
 
-def test_sensor_adds_new_models_once_and_requests_one_run_each(tmp_path: Path) -> None:
+def test_sensor_adds_new_models_once_and_requests_the_registry_run(tmp_path: Path) -> None:
     with dg.instance_for_test() as instance:
         world = _world(tmp_path, ["EleutherAI/pythia-160m", "gpt2"])
         r1 = _tick(instance, world, None)
@@ -41,19 +42,22 @@ def test_sensor_adds_new_models_once_and_requests_one_run_each(tmp_path: Path) -
             "EleutherAI__pythia-160m",
             "gpt2",
         ]
-        nll_runs = [r for r in r1.run_requests if r.partition_key]
-        assert sorted(r.partition_key for r in nll_runs) == ["EleutherAI__pythia-160m", "gpt2"]
-        assert len({r.run_key for r in r1.run_requests}) == len(r1.run_requests)
-        assert nll_runs[0].tags["sigmap/model"] in {"EleutherAI/pythia-160m", "gpt2"}
+        assert not [r for r in r1.run_requests if r.partition_key]  # cells: automation's job
+        [reg] = r1.run_requests
+        assert set(reg.asset_selection) == {
+            dg.AssetKey("model_registry"),
+            dg.AssetKey("benchmark_scores"),
+        }
 
         # same registry again: nothing new
         r2 = _tick(instance, world, r1.cursor)
         assert not r2.run_requests and not r2.dynamic_partitions_requests
 
-        # one model added, one removed: only the new one is requested, nothing is deleted
+        # one model added, one removed: only the new one is added, nothing is deleted
         world = _world(tmp_path, ["gpt2", "org/new-model"])
         r3 = _tick(instance, world, r2.cursor)
-        assert [r.partition_key for r in r3.run_requests if r.partition_key] == ["org__new-model"]
+        [add] = r3.dynamic_partitions_requests
+        assert list(add.partition_keys) == ["org__new-model"] and len(r3.run_requests) == 1
         assert sorted(instance.get_dynamic_partitions("models")) == [
             "EleutherAI__pythia-160m",
             "gpt2",

@@ -138,7 +138,8 @@ def test_sensor_partitions_and_materializations_live_in_postgres(pg_env, dagster
 
     project = project_defs()
     token_nll = project.resolve_assets_def("token_nll")
-    assert token_nll.partitions_def == models_partitions
+    models_dim = token_nll.partitions_def.get_partitions_def_for_dimension("model")
+    assert models_dim == models_partitions
 
     # Exercise op-granularity slot claims in Postgres: same storage, pools checked per step.
     cfg = yaml.safe_load((dagster_home / "dagster.yaml").read_text())
@@ -152,10 +153,7 @@ def test_sensor_partitions_and_materializations_live_in_postgres(pg_env, dagster
         assert requested == NEW_MODELS
         assert _apply_sensor(instance) == []  # second tick: nothing new
         # the project's token_nll sees the partitions stored in Postgres
-        assert (
-            token_nll.partitions_def.get_partition_keys(dynamic_partitions_store=instance)
-            == NEW_MODELS
-        )
+        assert models_dim.get_partition_keys(dynamic_partitions_store=instance) == NEW_MODELS
         run_ids = []
         for key in requested:
             res = dg.materialize([pg_model_scores], partition_key=key, instance=instance)

@@ -57,12 +57,15 @@ GROUPS = ("world", "corpus", "models", "benchmarks", "signatures", "overlap", "m
 # Named in the mission; all must be on the lineage graph (the graph shows every asset).
 EXPECTED_ASSETS = (
     "model_zoo",
-    "corpus_units",
+    "corpus_manifest",
+    "corpus_shard",
     "model_registry",
     "benchmark_catalog",
     "benchmark_scores",
     "token_nll",
     "nll_ranks",
+    "rank_coverage",
+    "shard_screen",
     "benchmark_items",
     "screened_candidates",
     "signatures",

@@ -3,7 +3,10 @@
 - `sigmap_automation` evaluates every asset's automation condition (on by default);
 - `nightly_score_refresh` re-reads the score sources (leaderboards, lm-eval folders) and
   the catalog every night; downstream aggregates then refresh by automation;
-- `catalog_sensor` re-reads catalog.yaml when it changes (new benchmarks → partitions).
+- `catalog_sensor` re-reads catalog.yaml when it changes (new benchmarks → partitions);
+- `corpus_sensor` re-plans the corpus when its files change (new files → new `shards`
+  partitions; automation then builds their units, fills their NLL cells for every model, and
+  refreshes their ranks and screens and the merges — nothing computed before is redone).
 """
 
 import hashlib
@@ -65,3 +68,43 @@ def catalog_sensor(
         run_requests=[dg.RunRequest(run_key=f"catalog:{digest}")],
         cursor=digest,
     )
+
+
+def corpus_digest(corpus_dir) -> str:
+    """Names, sizes and modification times of the corpus files (cheap: no file is read)."""
+    from sigmap_lib.inputs import corpus_files
+
+    h = hashlib.sha256()
+    for p in corpus_files(corpus_dir):
+        st = p.stat()
+        h.update(f"{p.relative_to(corpus_dir)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+@dg.sensor(
+    name="corpus_sensor",
+    target=dg.AssetSelection.assets("corpus_manifest"),
+    minimum_interval_seconds=60,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description=(
+        "When the corpus folder's files change (added, removed, rewritten), re-plans the shards "
+        "(corpus_manifest): new shards become `shards` partitions and automation fills them."
+    ),
+)
+def corpus_sensor(
+    context: dg.SensorEvaluationContext, world: WorldResource
+) -> dg.SensorResult | dg.SkipReason:
+    corpus = world.root() / "corpus"
+    if not corpus.is_dir():
+        return dg.SkipReason(f"no corpus folder at {corpus} yet")
+    try:
+        digest = corpus_digest(corpus)
+    except Exception as exc:  # an empty or unreadable folder: say so, try again next tick
+        return dg.SkipReason(f"corpus {corpus}: {exc}")
+    if context.cursor == digest:
+        return dg.SkipReason("corpus files unchanged")
+    if not context.cursor and context.instance.get_latest_materialization_event(
+        dg.AssetKey("corpus_manifest")
+    ):
+        return dg.SensorResult(run_requests=[], cursor=digest)  # first tick: remember it
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"corpus:{digest}")], cursor=digest)

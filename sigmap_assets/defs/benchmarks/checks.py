@@ -4,7 +4,7 @@ import dagster as dg
 
 from sigmap_assets.defs.benchmarks.assets import benchmark_scores
 from sigmap_assets.resources import SigmapStorage, WorldResource
-from sigmap_assets.tables import open_corpus, scores_long
+from sigmap_assets.tables import read_plan, scores_long
 
 
 @dg.asset_check(
@@ -40,17 +40,16 @@ def scores_within_range(world: WorldResource, storage: SigmapStorage) -> dg.Asse
 def scored_models_have_nll(world: WorldResource, storage: SigmapStorage) -> dg.AssetCheckResult:
     import polars as pl
 
-    from sigmap_assets.defs.models.assets import nll_store_dir
+    from sigmap_assets.defs.models.assets import complete_cell
     from sigmap_lib.inputs import read_registry
-    from sigmap_lib.nll import NLLStore
 
-    corpus = open_corpus(storage)
+    shards = [s["key"] for s in read_plan(storage).get("shards", [])]
     specs = read_registry(world.file("models.yaml"))
-    with_nll = set()
-    for s in specs:
-        d = nll_store_dir(storage, corpus.fingerprint, s.key)
-        if d.exists() and NLLStore.open(d).is_complete():
-            with_nll.add(s.key)
+    with_nll = {
+        s.key
+        for s in specs
+        if shards and all(complete_cell(storage, sh, s.key) is not None for sh in shards)
+    }
     scored = set(
         scores_long(storage).filter(pl.col("model_key").is_not_null())["model_key"].to_list()
     )

@@ -1,106 +1,168 @@
-"""Corpus: which files make the in-the-wild corpus, and its model-independent units."""
+"""Corpus: which files make the in-the-wild corpus, their shards, and each shard's units."""
 
 import hashlib
-import json
 
 import dagster as dg
 
+from sigmap_assets.automation import automated, new_partition_condition
 from sigmap_assets.metadata import md_table
+from sigmap_assets.partitions import shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
-from sigmap_assets.tables import write_json, write_parquet
+from sigmap_assets.tables import read_plan, write_json, write_parquet
 
 
 class CorpusConfig(dg.Config):
     shard_units: int = 65536
-    """Units per shard (documents are never split): the unit of resumable NLL work."""
+    """Target units per shard (documents are never split; a shard never spans files). Keep
+    ``models × shards`` under Dagster's 100,000 partitions: at least
+    ``sigmap_lib.inputs.default_shard_units(expected corpus units, expected models)`` (the
+    sizing rule of docs/FORMATS.md). Changing it re-plans new or changed files only."""
+
+
+def legacy_root_message(storage: SigmapStorage) -> str | None:
+    """Why this storage root cannot be used as it is (written before shards), or None."""
+    old = storage.layout.legacy_paths()
+    if not old:
+        return None
+    return (
+        f"storage root {storage.root} holds data of the single-corpus layout of an older "
+        f"sigmap ({', '.join(str(p) for p in old[:4])}); shard stores are never mixed with it. "
+        "Point SIGMAP_STORAGE (or --storage) at a new folder and re-run, or move those paths "
+        "away yourself (nothing was deleted; see docs/OPERATIONS.md, 'Upgrading a storage root')"
+    )
 
 
 @dg.asset(group_name="corpus", deps=["model_zoo"], kinds={"parquet"})
 def corpus_manifest(
-    context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
-) -> dg.MaterializeResult:
-    """The corpus files of the world (format, bytes, sha256), so a changed corpus is noticed."""
-    import polars as pl
-
-    from sigmap_lib.worlds import check_world
-
-    layout = check_world(world.root())
-    rows = []
-    for p in layout.corpus_files:
-        data = p.read_bytes()
-        rows.append(
-            {
-                "file": str(p.relative_to(layout.corpus)),
-                "format": p.suffix.lstrip("."),
-                "bytes": len(data),
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
-        )
-    manifest = pl.DataFrame(rows)
-    fingerprint = hashlib.sha256(json.dumps(rows, sort_keys=True).encode()).hexdigest()
-    write_parquet(manifest, storage.layout.corpus_manifest())
-    return dg.MaterializeResult(
-        metadata={
-            "corpus_dir": dg.MetadataValue.path(str(layout.corpus)),
-            "files": len(rows),
-            "bytes": int(manifest["bytes"].sum()),
-            "fingerprint": fingerprint[:16],
-            "preview": dg.MetadataValue.md(md_table(rows, max_rows=20)),
-        },
-        data_version=dg.DataVersion(fingerprint[:16]),
-    )
-
-
-@dg.asset(group_name="corpus", deps=[corpus_manifest], kinds={"parquet"})
-def corpus_units(
     context: dg.AssetExecutionContext,
     config: CorpusConfig,
     world: WorldResource,
     storage: SigmapStorage,
 ) -> dg.MaterializeResult:
-    """Every document segmented into model-independent units with UTF-8 byte offsets.
-
-    Rebuilt only when the corpus files or the sharding change; the store's fingerprint
-    keys every per-model NLL array, so a changed corpus never mixes with old values.
-    """
+    """The corpus files (format, bytes, sha256) and their shards: stable, content-addressed
+    slices of one file each. Unchanged files keep their shard keys (and every value computed
+    on them); new files add shards; a changed file gets new keys; a removed file's shards
+    leave the `shards` partitions (their data is kept). Adds the new `shards` partitions."""
     import polars as pl
 
-    from sigmap_lib.inputs import CorpusStore, build_corpus_store, read_corpus
+    from sigmap_lib.inputs import ShardSpec, diff_plans, plan_corpus
+    from sigmap_lib.worlds import check_world
 
-    manifest = pl.read_parquet(storage.layout.corpus_manifest())
-    source_fp = hashlib.sha256(
-        (
-            json.dumps(manifest.to_dicts(), sort_keys=True) + f"|shard_units={config.shard_units}"
-        ).encode()
-    ).hexdigest()
-    store_dir = storage.layout.corpus_store()
-    marker = storage.layout.corpus_source()
+    why = legacy_root_message(storage)
+    if why:
+        raise dg.Failure(why)
+    layout = check_world(world.root())
+    rows = []
+    for p in layout.corpus_files:
+        h = hashlib.sha256()
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        rows.append(
+            {
+                "file": str(p.relative_to(layout.corpus)),
+                "format": p.suffix.lstrip("."),
+                "bytes": p.stat().st_size,
+                "sha256": h.hexdigest(),
+            }
+        )
+    previous = [ShardSpec.from_dict(d) for d in read_plan(storage).get("shards", [])]
+    plan = plan_corpus(layout.corpus, target_units=config.shard_units, previous=previous)
+    diff = diff_plans(previous, plan)
+    write_parquet(pl.DataFrame(rows), storage.layout.corpus_manifest())
+    write_json(
+        {
+            "shards": [s.to_dict() for s in plan],
+            "removed": sorted(set(read_plan(storage).get("removed", [])) | set(diff.removed)),
+            "shard_units": config.shard_units,
+        },
+        storage.layout.corpus_plan(),
+    )
+    known = set(context.instance.get_dynamic_partitions(shards_partitions.name))
+    keys = [s.key for s in plan]
+    new = [k for k in keys if k not in known]
+    gone = sorted(known - set(keys))
+    if new:
+        context.instance.add_dynamic_partitions(shards_partitions.name, new)
+    for k in gone:  # the data stays on disk; the shard only leaves the grid and the aggregates
+        context.instance.delete_dynamic_partition(shards_partitions.name, k)
+    fingerprint = hashlib.sha256("\n".join(keys).encode()).hexdigest()
+    table = [
+        {"shard": s.key, "file": s.file, "documents": s.n_documents, "units": s.n_units}
+        for s in plan
+    ]
+    return dg.MaterializeResult(
+        metadata={
+            "corpus_dir": dg.MetadataValue.path(str(layout.corpus)),
+            "files": len(rows),
+            "bytes": sum(r["bytes"] for r in rows),
+            "shards": len(plan),
+            "units": sum(s.n_units for s in plan),
+            "new_shards": dg.MetadataValue.json(diff.new),
+            "removed_shards": dg.MetadataValue.json(diff.removed),
+            "changed_files": dg.MetadataValue.json(diff.changed_files),
+            "removed_files": dg.MetadataValue.json(diff.removed_files),
+            "plan": dg.MetadataValue.md(md_table(table, max_rows=50)),
+            "fingerprint": fingerprint[:16],
+        },
+        data_version=dg.DataVersion(fingerprint[:16]),
+    )
+
+
+@dg.asset(
+    group_name="corpus",
+    partitions_def=shards_partitions,
+    deps=[corpus_manifest],
+    kinds={"parquet"},
+    backfill_policy=dg.BackfillPolicy.multi_run(8),
+    **automated(new_partition_condition()),
+)
+def corpus_shard(
+    context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
+) -> dg.MaterializeResult:
+    """One shard's documents segmented into model-independent units with UTF-8 byte offsets,
+    written streaming (bounded memory) and atomically. A shard key names its content, so a
+    stored shard is never rewritten; a file changed since planning is an error naming it."""
+    from sigmap_lib.inputs import ShardStore, write_shard_store
+
+    key = context.partition_key
+    spec = shard_spec(storage, key)
+    out = storage.layout.shard_store(key)
     reused = False
-    if (
-        marker.exists()
-        and json.loads(marker.read_text()).get("source") == source_fp
-        and store_dir.exists()
-    ):
-        store = CorpusStore.open(store_dir)
-        reused = True
-    else:
-        docs = read_corpus(world.root() / "corpus")
-        store = build_corpus_store(docs, store_dir, shard_units=config.shard_units)
-        write_json({"source": source_fp, "fingerprint": store.fingerprint}, marker)
+    try:
+        store = ShardStore.open(out)
+        reused = store.spec == spec
+    except Exception:  # absent or incomplete: (re)write it
+        reused = False
+    if not reused:
+        store = write_shard_store(spec, world.root() / "corpus", out)
     sample = []
-    step = max(1, store.n_units // 8)
-    for i in range(0, store.n_units, step)[:8]:
+    step = max(1, store.n_units // 6)
+    for i in range(0, store.n_units, step)[:6]:
         left, unit = store.context(i, n_left=12)
         sample.append({"unit": i, "left context": left[-80:], "unit text": unit})
     return dg.MaterializeResult(
         metadata={
+            "file": spec.file,
             "documents": store.n_documents,
             "units": store.n_units,
-            "shards": len(store.shards),
-            "corpus_fingerprint": store.fingerprint[:16],
+            "bytes": store.n_bytes,
             "reused": reused,
-            "store": dg.MetadataValue.path(str(store_dir)),
+            "store": dg.MetadataValue.path(str(out)),
             "sample_units": dg.MetadataValue.md(md_table(sample)),
         },
-        data_version=dg.DataVersion(store.fingerprint[:16]),
+        data_version=dg.DataVersion(key),
+    )
+
+
+def shard_spec(storage: SigmapStorage, key: str):
+    """The plan entry of shard ``key`` (a Failure naming the plan when it is not there)."""
+    from sigmap_lib.inputs import ShardSpec
+
+    for d in read_plan(storage).get("shards", []):
+        if d["key"] == key:
+            return ShardSpec.from_dict(d)
+    raise dg.Failure(
+        f"shard {key!r} is not in the current plan {storage.layout.corpus_plan()} "
+        "(its file was removed or changed; materialize corpus_manifest)"
     )

@@ -1,4 +1,5 @@
-"""Models: the registry, per-model per-unit NLL (the GPU step) and the rank matrix."""
+"""Models: the registry, per-unit NLL per model × shard cell (the GPU step), per-shard ranks
+and the coverage the aggregates use."""
 
 import hashlib
 import json
@@ -6,11 +7,11 @@ import time
 
 import dagster as dg
 
-from sigmap_assets.automation import aggregate_condition, automated
+from sigmap_assets.automation import aggregate_condition, automated, cell_condition
 from sigmap_assets.metadata import md_table
-from sigmap_assets.partitions import models_partitions
+from sigmap_assets.partitions import BY_SHARD, cells_partitions, shards_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
-from sigmap_assets.tables import open_corpus, write_json, write_parquet
+from sigmap_assets.tables import read_json, read_plan, write_json, write_parquet
 
 GPU_OP_TAGS = {
     "dagster-k8s/config": {
@@ -83,23 +84,51 @@ def registry_row(world: WorldResource, key: str):
     )
 
 
-def nll_store_dir(storage: SigmapStorage, corpus_fingerprint: str, key: str):
-    return storage.layout.nll_array(corpus_fingerprint, key)
+def registry_keys(world: WorldResource) -> tuple[list[str], dict[str, str]]:
+    """Registry model keys in file order, and their raw ids."""
+    specs = registry_specs(world)
+    return [s.key for s in specs], {s.key: s.id for s in specs}
+
+
+def complete_cell(storage: SigmapStorage, shard_key: str, model_key: str):
+    """The NLL store of a complete cell (every block committed), else None."""
+    from sigmap_lib.nll import NLLStore
+
+    d = storage.layout.nll_cell(shard_key, model_key)
+    if not d.exists():
+        return None
+    try:
+        st = NLLStore.open(d)
+    except Exception:
+        return None
+    return st if st.is_complete() else None
+
+
+def open_shard(storage: SigmapStorage, shard_key: str):
+    from sigmap_lib.inputs import ShardStore
+
+    try:
+        return ShardStore.open(storage.layout.shard_store(shard_key))
+    except Exception as exc:
+        raise dg.Failure(
+            f"shard {shard_key}: no shard store ({exc}); materialize corpus_shard[{shard_key}]"
+        ) from exc
 
 
 @dg.asset(
     group_name="models",
-    partitions_def=models_partitions,
-    deps=["corpus_units", model_registry],
+    partitions_def=cells_partitions,
+    deps=[dg.AssetDep("corpus_shard", partition_mapping=BY_SHARD), model_registry],
     kinds={"pytorch", "zarr"},
     pool="gpu",
     op_tags=GPU_OP_TAGS,
     backfill_policy=dg.BackfillPolicy.multi_run(1),
-    automation_condition=None,  # runs come from new_model_sensor or a backfill only
+    **automated(cell_condition(ignore=("model_registry",))),
     description=(
-        "Per-unit NLL (nats) of one model over the whole corpus, a zarr array written shard by "
-        "shard (each shard committed atomically with a checksum): an interrupted run resumes, "
-        "a finished one is a no-op. Runs in the `gpu` pool; carries k8s GPU op tags."
+        "Per-unit NLL (nats) of one model on one corpus shard (a cell of the models × shards "
+        "grid): one zarr array per cell, committed block by block with checksums, so an "
+        "interrupted cell resumes and a complete one is a no-op (the model is not even "
+        "loaded). One run per cell, `gpu` pool, k8s GPU op tags: N GPUs work on N cells."
     ),
 )
 def token_nll(
@@ -108,114 +137,241 @@ def token_nll(
     world: WorldResource,
     compute: ComputeResource,
 ) -> dg.MaterializeResult:
+    from sigmap_lib.nll import NLLStore
 
-    key = context.partition_key
+    cell = cells_partitions.get_partition_key_from_str(str(context.partition_key))
+    key, shard_key = cell.keys_by_dimension["model"], cell.keys_by_dimension["shard"]
     spec = registry_row(world, key)
-    corpus = open_corpus(storage)
-    out = nll_store_dir(storage, corpus.fingerprint, key)
+    shard = open_shard(storage, shard_key)
+    out = storage.layout.nll_cell(shard_key, key)
     t0 = time.perf_counter()
-    if spec.nll_source:
+    done = complete_cell(storage, shard_key, key)
+    if done is not None and not done.verify():
+        stats = {"reused": True, "units": done.n_units}
+    elif spec.nll_source:
+        from sigmap_lib.inputs import ShardSpec, shard_offsets
         from sigmap_lib.nll import import_nll
 
-        stats = import_nll(spec.nll_source, corpus, out, model_id=spec.id)
+        plan = [ShardSpec.from_dict(d) for d in read_plan(storage)["shards"]]
+        stats = import_nll(
+            spec.nll_source,
+            shard,
+            out,
+            model_id=spec.id,
+            unit_offset=shard_offsets(plan)[shard_key],
+            total_units=sum(s.n_units for s in plan),
+        )
     else:
-        from sigmap_lib.nll import load_model, score_corpus
-
-        if compute.threads:
-            import torch
-
-            torch.set_num_threads(compute.threads)
-        gguf_cache = None
-        if spec.gguf is not None:
-            if storage.layout.is_local:
-                gguf_cache = storage.layout.gguf_cache()
-            else:
-                context.log.info(
-                    f"{spec.id}: storage root {storage.root} is not local; the GGUF file is "
-                    "dequantized in memory (no cache)"
-                )
-        model, tokenizer = load_model(
-            spec.source,
-            device=compute.device,
-            dtype=compute.dtype,
-            revision=spec.revision,
-            gguf_cache=gguf_cache,
-        )
-
-        def progress(p: dict) -> None:  # score_corpus reports one dict per committed shard
-            total = p["shards_done"] + p["shards_pending"]
-            context.log.info(
-                f"{spec.id}: shard {p['shards_done']}/{total} ({p['tokens_per_s']:.0f} tokens/s)"
-            )
-
-        stats = score_corpus(
-            model, tokenizer, corpus, out, progress=progress, batch_tokens=compute.batch_tokens
-        )
+        stats = score_cell(context, spec, shard, out, storage, compute)
     stats = dict(stats)
     stats["seconds"] = round(time.perf_counter() - t0, 2)
-    meta = {"model": spec.id, "store": dg.MetadataValue.path(str(out))}
+    meta = {"model": spec.id, "shard": shard_key, "store": dg.MetadataValue.path(str(out))}
     for k, v in stats.items():
         if isinstance(v, (int, float, str, bool)):
             meta[k] = v
-    return dg.MaterializeResult(metadata=meta)
+    checksums = NLLStore.open(out).checksums
+    version = hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()[:16]
+    return dg.MaterializeResult(metadata=meta, data_version=dg.DataVersion(version))
+
+
+def score_cell(context, spec, shard, out, storage: SigmapStorage, compute: ComputeResource) -> dict:
+    """Load the model and score the shard's pending blocks into the cell's store."""
+    from sigmap_lib.nll import load_model, score_corpus
+
+    if compute.threads:
+        import torch
+
+        torch.set_num_threads(compute.threads)
+    gguf_cache = None
+    if spec.gguf is not None:
+        if storage.layout.is_local:
+            gguf_cache = storage.layout.gguf_cache()
+        else:
+            context.log.info(
+                f"{spec.id}: storage root {storage.root} is not local; the GGUF file is "
+                "dequantized in memory (no cache)"
+            )
+    model, tokenizer = load_model(
+        spec.source,
+        device=compute.device,
+        dtype=compute.dtype,
+        revision=spec.revision,
+        gguf_cache=gguf_cache,
+    )
+
+    def progress(p: dict) -> None:  # score_corpus reports one dict per committed block
+        total = p["shards_done"] + p["shards_pending"]
+        context.log.info(
+            f"{spec.id}: block {p['shards_done']}/{total} ({p['tokens_per_s']:.0f} tokens/s)"
+        )
+
+    return score_corpus(
+        model, tokenizer, shard, out, progress=progress, batch_tokens=compute.batch_tokens
+    )
 
 
 @dg.asset(
     group_name="models",
-    deps=[dg.AssetDep(token_nll, partition_mapping=dg.AllPartitionMapping())],
+    partitions_def=shards_partitions,
+    deps=[dg.AssetDep(token_nll, partition_mapping=BY_SHARD)],
     kinds={"zarr"},
     **automated(aggregate_condition()),
     description=(
-        "Unit-major (n_units, n_models) rank matrix over every model whose NLL is complete, plus "
-        "per-model bits-per-byte mean/sd. Never waits for missing or failed models; rebuilt when "
-        "the set of complete models changes."
+        "One shard's (n_units, n_models) rank codes over the models whose cell on it is "
+        "complete, with per-model bits-per-byte counts, sums and M2 (merged exactly across "
+        "shards). Never waits for a missing or failed cell; rebuilt when the shard's set of "
+        "complete cells changes (CPU, parallel over shards)."
     ),
 )
 def nll_ranks(
     context: dg.AssetExecutionContext, storage: SigmapStorage, world: WorldResource
 ) -> dg.MaterializeResult:
-    from sigmap_lib.nll import NLLStore, RankStore, build_rank_store, rank_store_identity
+    from sigmap_lib.nll import RankStore, build_rank_store, rank_store_identity
 
-    corpus = open_corpus(storage)
-    complete, missing = [], []
-    for spec in registry_specs(world):
-        d = nll_store_dir(storage, corpus.fingerprint, spec.key)
-        if d.exists() and NLLStore.open(d).is_complete():
-            complete.append({"model": spec.id, "key": spec.key})
+    shard_key = context.partition_key
+    shard = open_shard(storage, shard_key)
+    keys, raw = registry_keys(world)
+    stores = {k: st for k in keys if (st := complete_cell(storage, shard_key, k)) is not None}
+    done = list(stores)
+    missing = [raw[k] for k in keys if k not in stores]
+    info = {"key": shard_key, "n_units": shard.n_units, "models": done, "ranks": None}
+    reused = False
+    if len(done) >= 2:
+        ident = rank_store_identity(shard_key, done, [stores[k].checksums for k in done])
+        out = storage.layout.shard_ranks(shard_key, ident)
+        reused = out.exists()
+        if reused:
+            ranks = RankStore.open(out)
         else:
-            missing.append(spec.id)
-    if len(complete) < 3:
-        raise dg.Failure(
-            f"only {len(complete)} model(s) have complete NLL ({[r['model'] for r in complete]}); "
-            "rank statistics need at least 3"
-        )
-    keys = [r["key"] for r in complete]
-    stores = [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)) for k in keys]
-    ident = rank_store_identity(corpus.fingerprint, keys, [st.checksums for st in stores])
-    out = storage.layout.rank_store(ident)
-    reused = out.exists()
-    if reused:
-        ranks = RankStore.open(out)
+            arrays = [stores[k].array for k in done]
+            ranks = build_rank_store(arrays, done, shard.unit_nbytes, out)
+        info["ranks"] = ident
+        table = [
+            {"model": raw[k], "bpb_mean": float(m), "bpb_sd": float(s)}
+            for k, m, s in zip(done, ranks.bpb_mean, ranks.bpb_sd)
+        ]
     else:
-        ranks = build_rank_store([st.array for st in stores], keys, corpus.unit_nbytes, out)
-    write_json(
-        {"dir": ident, "models": keys, "raw_ids": [r["model"] for r in complete]},
-        storage.layout.ranks_current(),
+        table = []
+        context.log.warning(f"shard {shard_key}: {len(done)} complete cell(s); no ranks yet")
+    write_json(info, storage.layout.shard_ranks_current(shard_key))
+    version = info["ranks"] or "none:" + ",".join(done)
+    return dg.MaterializeResult(
+        metadata={
+            "shard": shard_key,
+            "models_used": len(done),
+            "models_missing": dg.MetadataValue.json(missing),
+            "units": shard.n_units,
+            "reused": reused,
+            "bits_per_byte": dg.MetadataValue.md(
+                md_table(sorted(table, key=lambda r: r["bpb_mean"]), max_rows=64)
+            ),
+        },
+        data_version=dg.DataVersion(hashlib.sha256(version.encode()).hexdigest()[:16]),
     )
+
+
+class CoverageConfig(dg.Config):
+    min_models: int = 3
+    """Fewest models the aggregates use (rank correlations over fewer mean nothing)."""
+
+
+@dg.asset(
+    group_name="models",
+    deps=[dg.AssetDep(nll_ranks, partition_mapping=dg.AllPartitionMapping()), "corpus_manifest"],
+    kinds={"json"},
+    # a new plan matters here once the new shards' ranks exist (they come through nll_ranks)
+    **automated(aggregate_condition(ignore=("corpus_manifest",))),
+    description=(
+        "Which models × shards cells the aggregates use: the models complete on every used "
+        "shard, chosen for the most model-units (sigmap_lib.nll.select_coverage), with the "
+        "missing cells and excluded shards reported and the bits-per-byte moments merged "
+        "exactly. Screening, signatures and overlaps read this, never stall on a cell."
+    ),
+)
+def rank_coverage(
+    context: dg.AssetExecutionContext,
+    config: CoverageConfig,
+    storage: SigmapStorage,
+    world: WorldResource,
+) -> dg.MaterializeResult:
+    from sigmap_lib.nll import select_coverage
+
+    keys, raw = registry_keys(world)
+    plan = read_plan(storage).get("shards", [])
+    entries = {}
+    for s in plan:
+        path = storage.layout.shard_ranks_current(s["key"])
+        cur = read_json(path) if path.exists() else {"models": [], "ranks": None}
+        # a shard's ranks cover the models complete when it was built (and still registered)
+        entries[s["key"]] = cur
+    shards = [
+        (s["key"], s["n_units"], [k for k in entries[s["key"]]["models"] if k in raw])
+        if entries[s["key"]]["ranks"]
+        else (s["key"], s["n_units"], [])
+        for s in plan
+    ]
+    cov = select_coverage(shards, keys, min_models=config.min_models)
+    if not cov.models:
+        raise dg.Failure(
+            f"no shard has >= {config.min_models} models with complete NLL "
+            f"({sum(len(c) for _, _, c in shards)} complete cells over {len(plan)} shards): "
+            "materialize token_nll cells and nll_ranks first"
+        )
+    used = [
+        {"key": k, "ranks": entries[k]["ranks"], "n_units": n}
+        for k, n, _ in shards
+        if k in set(cov.shards)
+    ]
+    ident = hashlib.sha256(
+        json.dumps([cov.models, [(u["key"], u["ranks"]) for u in used]]).encode()
+    ).hexdigest()[:16]
+    info = {
+        "dir": ident,
+        "models": cov.models,
+        "raw_ids": [raw[k] for k in cov.models],
+        "shards": used,
+        "coverage": cov.to_dict(),
+    }
+    write_json(info, storage.layout.ranks_current())
+    from sigmap_assets.tables import open_ranks
+
+    ranks = open_ranks(storage, info)
     table = [
-        {"model": r["model"], "bpb_mean": float(m), "bpb_sd": float(s)}
-        for r, m, s in zip(complete, ranks.bpb_mean, ranks.bpb_sd)
+        {"model": r, "bpb_mean": float(m), "bpb_sd": float(s)}
+        for r, m, s in zip(info["raw_ids"], ranks.bpb_mean, ranks.bpb_sd)
     ]
     return dg.MaterializeResult(
         metadata={
-            "models_used": len(keys),
-            "models_missing": dg.MetadataValue.json(missing),
-            "units": ranks.n_units,
-            "reused": reused,
-            "store": dg.MetadataValue.path(str(out)),
+            "models_used": len(cov.models),
+            "shards_used": len(cov.shards),
+            "units": cov.n_units,
+            "unit_coverage": round(cov.fraction, 6),
+            "missing_cells": sum(len(v) for v in cov.missing.values()),
+            "excluded_shards": dg.MetadataValue.json(cov.excluded_shards),
+            "excluded_models": dg.MetadataValue.json([raw[k] for k in cov.excluded_models]),
+            "grid": dg.MetadataValue.md(coverage_grid(keys, raw, shards, cov)),
             "bits_per_byte": dg.MetadataValue.md(
                 md_table(sorted(table, key=lambda r: r["bpb_mean"]), max_rows=64)
             ),
         },
         data_version=dg.DataVersion(ident),
     )
+
+
+def coverage_grid(keys, raw, shards, cov, max_rows: int = 40, max_cols: int = 24) -> str:
+    """Markdown models × shards grid: ✓ used, · complete but unused, ✗ missing."""
+    used_m, used_s = set(cov.models), set(cov.shards)
+    cols = shards[:max_cols]
+    head = "| model | " + " | ".join(f"s{i}" for i in range(len(cols))) + " |"
+    rows = [head, "|---|" + "---|" * len(cols)]
+    for k in keys[:max_rows]:
+        cells = []
+        for sk, _, done in cols:
+            if k not in done:
+                cells.append("✗")
+            else:
+                cells.append("✓" if k in used_m and sk in used_s else "·")
+        rows.append(f"| {raw[k]} | " + " | ".join(cells) + " |")
+    legend = ", ".join(f"s{i} = `{sk}`" for i, (sk, _, _) in enumerate(cols))
+    more = f" (first {max_cols} of {len(shards)} shards)" if len(shards) > max_cols else ""
+    return "\n".join(rows) + f"\n\n✓ used · complete, unused ✗ missing{more}. {legend}"

@@ -1,34 +1,37 @@
-"""Checks on per-model NLL: complete, checksummed, finite, one value per corpus unit."""
+"""Checks on per-cell NLL: complete, checksummed, finite, one value per shard unit."""
 
 import dagster as dg
 import numpy as np
 
-from sigmap_assets.defs.models.assets import nll_store_dir, token_nll
+from sigmap_assets.defs.models.assets import open_shard, token_nll
+from sigmap_assets.partitions import cells_partitions
 from sigmap_assets.resources import SigmapStorage
-from sigmap_assets.tables import open_corpus
 
 
 @dg.asset_check(
     asset=token_nll,
     blocking=True,
-    description="NLL array complete, checksums valid, finite, of the corpus' unit count.",
+    description="NLL cell complete, checksums valid, finite, of the shard's unit count.",
 )
 def token_nll_valid(
     context: dg.AssetCheckExecutionContext, storage: SigmapStorage
 ) -> dg.AssetCheckResult:
     from sigmap_lib.nll import NLLStore
 
-    key = context.op_execution_context.partition_key
-    corpus = open_corpus(storage)
-    store = NLLStore.open(nll_store_dir(storage, corpus.fingerprint, key))
+    cell = cells_partitions.get_partition_key_from_str(
+        str(context.op_execution_context.partition_key)
+    )
+    key, shard_key = cell.keys_by_dimension["model"], cell.keys_by_dimension["shard"]
+    shard = open_shard(storage, shard_key)
+    store = NLLStore.open(storage.layout.nll_cell(shard_key, key))
     bad_shards = store.verify()
     problems = []
-    if store.n_units != corpus.n_units:
-        problems.append(f"{store.n_units} values for {corpus.n_units} corpus units")
+    if store.n_units != shard.n_units:
+        problems.append(f"{store.n_units} values for {shard.n_units} units of shard {shard_key}")
     if bad_shards:
-        problems.append(f"shards failing their checksum: {bad_shards[:20]}")
+        problems.append(f"blocks failing their checksum: {bad_shards[:20]}")
     if not store.is_complete():
-        problems.append(f"pending shards: {store.pending_shards()[:20]}")
+        problems.append(f"pending blocks: {store.pending_shards()[:20]}")
     n_bad = 0
     step = 1 << 20
     for lo in range(0, store.n_units, step):
@@ -40,6 +43,7 @@ def token_nll_valid(
         passed=not problems,
         metadata={
             "model": key,
+            "shard": shard_key,
             "units": store.n_units,
             "problems": dg.MetadataValue.json(problems),
         },

@@ -1,4 +1,5 @@
-"""The new-model sensor: registry entries become `models` partitions and `token_nll` runs."""
+"""The new-model sensor: registry entries become `models` partitions (their `token_nll`
+cells on every shard are then filled by automation, once each)."""
 
 import json
 
@@ -11,14 +12,14 @@ from sigmap_assets.resources import WorldResource
 
 @dg.sensor(
     name="new_model_sensor",
-    target=dg.AssetSelection.assets("token_nll", "model_registry", "benchmark_scores"),
+    target=dg.AssetSelection.assets("model_registry", "benchmark_scores"),
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "Reads models.yaml; in one tick adds a `models` partition for every new model and "
-        "requests its token_nll run (run_key per model: idempotent), plus one run re-reading the "
-        "registry and matching the scores to it. Removing a model from the file never deletes its "
-        "partition or data."
+        "Reads models.yaml; in one tick adds a `models` partition for every new model (a row of "
+        "token_nll cells, one per shard, which automation then fills once each) and requests one "
+        "run re-reading the registry and matching the scores to it. Removing a model from the "
+        "file never deletes its partition or data."
     ),
 )
 def new_model_sensor(
@@ -45,17 +46,6 @@ def new_model_sensor(
     )
     return dg.SensorResult(
         dynamic_partitions_requests=[models_partitions.build_add_request(plan.new_keys)],
-        run_requests=[
-            registry_run,
-            *(
-                dg.RunRequest(
-                    asset_selection=[dg.AssetKey("token_nll")],
-                    partition_key=k,
-                    run_key=f"token_nll:{k}",
-                    tags={"sigmap/model": plan.raw_ids[k]},
-                )
-                for k in plan.new_keys
-            ),
-        ],
+        run_requests=[registry_run],
         cursor=cursor,
     )

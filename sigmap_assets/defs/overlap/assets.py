@@ -204,10 +204,12 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]) -> SignatureInputs
     settings (an older sigmap) are left out."""
     import polars as pl
 
-    from sigmap_assets.defs.signatures.assets import open_nll_arrays, score_matrix
-    from sigmap_lib.nll import RankStore
+    from sigmap_assets.defs.signatures.assets import score_matrix
+    from sigmap_assets.tables import open_nll_arrays, open_ranks
     from sigmap_lib.signatures import SignatureSettings
 
+    if not storage.layout.ranks_current().exists():  # no model has NLL yet: no signature level
+        return SignatureInputs({"models": [], "dir": None}, {}, None, {}, {}, None, None, None, [])
     info = current_ranks(storage)
     sigs, settings, no_sig, options = {}, None, {}, {}
     for k in keys:
@@ -233,17 +235,17 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]) -> SignatureInputs
         settings=settings,
         no_signature=no_sig,
         options=options,
-        ranks=RankStore.open(info["path"]),
-        corpus=open_corpus(storage),
+        ranks=open_ranks(storage, info),
+        corpus=open_corpus(storage, info),
         scores=score_matrix(storage, info["models"], list(sigs)),
-        nll_arrays=open_nll_arrays(storage, info["models"]),
+        nll_arrays=open_nll_arrays(storage, info["models"], info),
     )
 
 
 @dg.asset(
     group_name="overlap",
-    deps=[dg.AssetDep("signatures", partition_mapping=ALL_BENCHMARKS), "nll_ranks"],
-    **automated(aggregate_condition(ignore=("nll_ranks",))),
+    deps=[dg.AssetDep("signatures", partition_mapping=ALL_BENCHMARKS), "rank_coverage"],
+    **automated(aggregate_condition(ignore=("rank_coverage",))),
     kinds={"parquet"},
 )
 def signature_overlap(
@@ -423,8 +425,8 @@ def overlap_report(
         world.root(),
         sigs,
         catalog.to_dicts(),
-        np.asarray(corpus.unit_doc),
-        corpus.doc_ids if hasattr(corpus, "doc_ids") else None,
+        np.asarray(corpus.unit_doc) if corpus is not None else np.zeros(0, np.int64),
+        corpus.doc_ids if corpus is not None else None,
     )
     sections, summary = build_overlap_report(
         levels,

@@ -8,13 +8,15 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
-from sigmap_assets.automation import automated, partition_condition
+from sigmap_assets.automation import aggregate_condition, automated, partition_condition
 from sigmap_assets.metadata import image_md, md_table
-from sigmap_assets.partitions import benchmarks_partitions
+from sigmap_assets.partitions import benchmarks_partitions, shards_partitions
 from sigmap_assets.resources import SigmapStorage
 from sigmap_assets.tables import (
     current_ranks,
     open_corpus,
+    open_nll_arrays,
+    open_ranks,
     read_json,
     scores_long,
     write_json,
@@ -31,6 +33,9 @@ class ScreeningConfig(dg.Config):
     """thrush | preselect: the statistic that ranks candidates."""
     two_sided: bool = True
     chunk_units: int = 1 << 18
+    headroom: float = 2.0
+    """Per-shard partials keep ``headroom × k`` candidates, so they stay valid (exact) while
+    the corpus grows until ``k`` exceeds what they kept."""
 
 
 def score_matrix(
@@ -49,10 +54,127 @@ def score_matrix(
     return values
 
 
+def _score_hashes(y: np.ndarray, models: list[str], keys: list[str]) -> dict[str, str]:
+    import hashlib
+
+    out = {}
+    for j, key in enumerate(keys):
+        h = hashlib.sha256("|".join(models).encode())
+        h.update(np.ascontiguousarray(y[:, j], dtype=np.float64).tobytes())
+        out[key] = h.hexdigest()[:16]
+    return out
+
+
+def _shard_identity(info: dict, shard: dict, config: ScreeningConfig) -> str:
+    import hashlib
+    import json
+
+    return hashlib.sha256(
+        json.dumps(
+            [info["models"], shard["key"], shard["ranks"], config.statistic, config.two_sided]
+        ).encode()
+    ).hexdigest()[:16]
+
+
+def screen_one_shard(storage, info: dict, shard: dict, y: np.ndarray, keys, k: int, config):
+    """One shard's screening partial (its units only, global offset 0)."""
+    from sigmap_lib.nll import RankStore, ShardedRanks
+    from sigmap_lib.signatures import screen_partial
+
+    store = RankStore.open(storage.layout.shard_ranks(shard["key"], shard["ranks"]))
+    source = ShardedRanks.from_stores([store], info["models"])
+    return screen_partial(
+        source,
+        y,
+        k=k,
+        key=shard["key"],
+        two_sided=config.two_sided,
+        statistic=config.statistic,
+        chunk_units=config.chunk_units,
+        benchmark_names=list(keys),
+    )
+
+
+def needed_k(config: ScreeningConfig, n_units: int) -> int:
+    from sigmap_lib.signatures import corpus_k
+
+    return min(config.k, max(n_units, 1)) if config.k else corpus_k(config.q, n_units)
+
+
+@dg.asset(
+    group_name="signatures",
+    partitions_def=shards_partitions,
+    deps=["nll_ranks", "rank_coverage", "benchmark_scores"],
+    **automated(aggregate_condition()),
+    kinds={"json"},
+)
+def shard_screen(
+    context: dg.AssetExecutionContext, config: ScreeningConfig, storage: SigmapStorage
+) -> dg.MaterializeResult:
+    """Stage 1 on one shard for EVERY benchmark in one pass: the shard's top candidates
+    (with headroom), the histogram of all its correlations and the models used. The
+    per-benchmark screens merge these exactly (top-K of the union, histograms add); a
+    partial whose models, ranks, scores and settings are unchanged is kept (a new shard
+    elsewhere recomputes nothing here)."""
+    from sigmap_lib.signatures import ScreenPartial, split_screenable
+
+    shard_key = context.partition_key
+    info = current_ranks(storage)
+    path = storage.layout.shard_screen(shard_key)
+    used = {s["key"]: s for s in info["shards"]}
+    if shard_key not in used:
+        reason = "not in the coverage (a used model's cell is missing here)"
+        write_json({"shard": shard_key, "excluded": reason, "coverage": info["dir"]}, path)
+        return dg.MaterializeResult(metadata={"shard": shard_key, "excluded": reason})
+    shard = used[shard_key]
+    bench = sorted(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
+    y_all = score_matrix(storage, info["models"], bench)
+    valid, skipped = split_screenable(y_all, bench)
+    keys = [bench[j] for j in valid]
+    hashes = _score_hashes(y_all[:, valid], info["models"], keys)
+    ident = _shard_identity(info, shard, config)
+    k = int(np.ceil(config.headroom * needed_k(config, info["coverage"]["n_units"])))
+    old = read_json(path) if path.exists() else {}
+    if (
+        old.get("identity") == ident
+        and old.get("scores") == hashes
+        and ScreenPartial.from_dict(old["partial"]).k
+        >= needed_k(config, info["coverage"]["n_units"])
+    ):
+        reused = True
+    else:
+        reused = False
+        part = screen_one_shard(storage, info, shard, y_all[:, valid], keys, k, config)
+        write_json(
+            {
+                "shard": shard_key,
+                "identity": ident,
+                "benchmarks": keys,
+                "scores": hashes,
+                "partial": part.to_dict(),
+            },
+            path,
+        )
+    return dg.MaterializeResult(
+        metadata={
+            "shard": shard_key,
+            "benchmarks": len(keys),
+            "not_screened": dg.MetadataValue.json(skipped),
+            "units": shard["n_units"],
+            "kept_per_benchmark": k,
+            "reused": reused,
+        }
+    )
+
+
 @dg.asset(
     group_name="signatures",
     partitions_def=benchmarks_partitions,
-    deps=["nll_ranks", "benchmark_scores"],
+    deps=[
+        dg.AssetDep(shard_screen, partition_mapping=dg.AllPartitionMapping()),
+        "rank_coverage",
+        "benchmark_scores",
+    ],
     backfill_policy=dg.BackfillPolicy.single_run(),
     **automated(partition_condition()),
     kinds={"numpy", "parquet"},
@@ -62,16 +184,16 @@ def screened_candidates(
 ) -> dg.MaterializeResult:
     """Stage 1: Thrush and pre-select rank correlations of every corpus unit with each benchmark,
     a running top-K per benchmark (fraction q, two-sided by default), and the histogram of all
-    correlations — the sparsity evidence (spike at 0, thin tails)."""
+    correlations — the sparsity evidence (spike at 0, thin tails). Merged exactly from the
+    shards' partials (`shard_screen`); a shard whose partial is missing or stale is screened
+    here, so the result never waits for one."""
     import polars as pl
 
-    from sigmap_lib.nll import RankStore
     from sigmap_lib.reporting import correlation_histogram
-    from sigmap_lib.signatures import screen, split_screenable
+    from sigmap_lib.signatures import ScreenPartial, merge_screen, split_screenable
 
     keys = list(context.partition_keys)
     info = current_ranks(storage)
-    ranks = RankStore.open(info["path"])
     y_all = score_matrix(storage, info["models"], keys)
     valid, skipped = split_screenable(y_all, keys)
     for key, reason in skipped.items():
@@ -93,20 +215,28 @@ def screened_candidates(
         )
     keys = [keys[j] for j in valid]
     y = y_all[:, valid]
-    results = (
-        screen(
-            ranks,
-            y,
-            q=config.q,
-            k=config.k or None,
-            two_sided=config.two_sided,
-            statistic=config.statistic,
-            chunk_units=config.chunk_units,
-            benchmark_names=keys,
-        )
-        if keys
-        else []
-    )
+    k = needed_k(config, info["coverage"]["n_units"])
+    hashes = _score_hashes(y, info["models"], keys)
+    parts, inline, offset = [], [], 0
+    for shard in info["shards"] if keys else []:
+        path = storage.layout.shard_screen(shard["key"])
+        rec = read_json(path) if path.exists() else {}
+        part = None
+        if rec.get("identity") == _shard_identity(info, shard, config) and all(
+            rec.get("scores", {}).get(b) == hashes[b] for b in keys
+        ):
+            p = ScreenPartial.from_dict(rec["partial"])
+            if p.k >= k:
+                part = p.subset([rec["benchmarks"].index(b) for b in keys])
+        if part is None:
+            inline.append(shard["key"])
+            part = screen_one_shard(storage, info, shard, y, keys, k, config)
+        parts.append(part.rebase(offset))
+        offset += shard["n_units"]
+    if inline:
+        context.log.info(f"{len(inline)} shard(s) screened here (no current partial): {inline}")
+    results = merge_screen(parts, k=k) if keys else []
+    n_screened = offset
     rows, plots = [], []
     for key, res in zip(keys, results):
         out = storage.layout.screening_dir(key)
@@ -165,7 +295,9 @@ def screened_candidates(
         metadata={
             "benchmarks": len(keys),
             "not_screened": dg.MetadataValue.json(skipped),
-            "units_screened": ranks.n_units,
+            "units_screened": n_screened,
+            "shards": len(info["shards"]),
+            "shards_screened_here": len(inline),
             "models": len(info["models"]),
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
             "histograms": dg.MetadataValue.md(md),
@@ -209,14 +341,6 @@ class SignatureConfig(dg.Config):
     seed: int = 0
 
 
-def open_nll_arrays(storage: SigmapStorage, model_keys: list[str]) -> list:
-    from sigmap_assets.defs.models.assets import nll_store_dir
-    from sigmap_lib.nll import NLLStore
-
-    corpus = open_corpus(storage)
-    return [NLLStore.open(nll_store_dir(storage, corpus.fingerprint, k)).array for k in model_keys]
-
-
 def extract_options(config: SignatureConfig, settings) -> dict:
     """extract_signatures' arguments beyond the saved settings: the precision and extras of
     each method family (permutations, LOO R², bootstrap)."""
@@ -250,7 +374,6 @@ def signatures(
     units with their text and left context, statistic and adjusted p-value, and the
     calibration (threshold, null sample); the paper's modes (aic / bic / ebic, lasso) are
     the `method` option."""
-    from sigmap_lib.nll import RankStore
     from sigmap_lib.reporting import null_threshold_plot
     from sigmap_lib.signatures import SignatureSettings, extract_signatures, signature_table
 
@@ -287,14 +410,14 @@ def signatures(
         shared_null=config.shared_null,
     )
     sigs = extract_signatures(
-        RankStore.open(info["path"]),
+        open_ranks(storage, info),
         score_matrix(storage, info["models"], keys),
-        nll_arrays=open_nll_arrays(storage, info["models"]),
+        nll_arrays=open_nll_arrays(storage, info["models"], info),
         benchmark_names=keys,
         **settings.extract_kwargs(),
         **extract_options(config, settings),
     )
-    corpus = open_corpus(storage)
+    corpus = open_corpus(storage, info)
     rows, tables, plots = [], [], []
     for key, sig in zip(keys, sigs):
         units = signature_table(sig, corpus, n_left=config.context_units)

@@ -99,8 +99,15 @@ def test_merge_screen_rejects_inconsistent_partials() -> None:
     with pytest.raises(SigmapInputError, match="overlap"):
         merge_screen([parts[2], parts[3].rebase(parts[2].unit_offset + 1)])
     other_k = screen_partial(values[:50], scores, k=21, unit_offset=5000, key="x")
-    with pytest.raises(SigmapInputError, match="screened differently"):
+    with pytest.raises(SigmapInputError, match="different k"):
         merge_screen([parts[0], other_k])
+    with pytest.raises(SigmapInputError, match="fewer than k=21"):
+        merge_screen([parts[0], other_k], k=21)
+    other_stat = screen_partial(
+        values[:50], scores, k=20, unit_offset=5000, key="y", statistic="preselect"
+    )
+    with pytest.raises(SigmapInputError, match="screened differently"):
+        merge_screen([parts[0], other_stat])
     with pytest.raises(SigmapInputError, match="corpus-wide k=20"):
         ScreenPartial.from_results(screen(values[:50], scores, k=10), k=20)
     with pytest.raises(SigmapInputError, match="not q"):
@@ -129,3 +136,25 @@ def test_null_maxima_and_histograms_merge_exactly() -> None:
     )
     with pytest.raises(SigmapInputError, match="bin edges"):
         merge_histograms(hists[:2], [edges, edges[:-1]])
+
+
+def test_partials_with_headroom_and_subsets_merge_to_the_monolithic_screen() -> None:
+    """Shards screened with a larger k (headroom for corpus growth) give exactly the
+    monolithic top-k for any smaller k; a benchmark subset of a partial merges like a
+    screen of those benchmarks alone."""
+    values, scores = _data(5)
+    for k in (1, 7, 20):
+        parts = _parts(values, scores, 2 * k + 3)
+        merged = merge_screen(parts, k=k)
+        whole = screen(values, scores, k=k)
+        for a, b in zip(merged, whole, strict=True):
+            np.testing.assert_array_equal(a.indices, b.indices)
+            np.testing.assert_array_equal(a.strength, b.strength)
+            np.testing.assert_array_equal(a.hist_counts, b.hist_counts)
+    parts = _parts(values, scores, 20)
+    pick = [scores.shape[1] - 1, 0]
+    merged = merge_screen([p.subset(pick) for p in parts])
+    whole = screen(values, scores[:, pick], k=20)
+    for a, b in zip(merged, whole, strict=True):
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.thrush, b.thrush)

@@ -61,10 +61,11 @@ def test_world_folder_format(world: SyntheticWorld) -> None:
 def test_corpus_has_exactly_n_units_one_per_word(world: SyntheticWorld) -> None:
     from sigmap_lib.inputs import segment_units
 
-    files = sorted((world.root / "corpus").glob("*.txt"))
+    from sigmap_lib.inputs import read_corpus
+
     total = 0
-    for f in files:
-        text = f.read_text()
+    for doc in read_corpus(world.root / "corpus"):
+        text = doc.text
         assert text.isascii() and text == text.lower()
         assert len(segment_units(text)) == len(text.split())
         total += len(text.split())
@@ -95,9 +96,9 @@ def test_deterministic_and_reloadable(tmp_path, world: SyntheticWorld) -> None:
     for a, b in zip(w2.nll_arrays(), world.nll_arrays()):
         np.testing.assert_array_equal(a, b)
     assert json.loads((w2.root / "truth.json").read_text()) == world.truth
-    assert (w2.root / "corpus" / "doc_000000.txt").read_text() == (
-        world.root / "corpus" / "doc_000000.txt"
-    ).read_text()
+    assert (w2.root / "corpus" / "docs.jsonl").read_bytes() == (
+        world.root / "corpus" / "docs.jsonl"
+    ).read_bytes()
     w3 = make_synthetic_world(tmp_path / "w3", n_models=12, n_units=2300, n_benchmarks=5, seed=4)
     assert not np.array_equal(w3.scores, world.scores)
     again = SyntheticWorld.load(world.root)

@@ -1,0 +1,222 @@
+"""The corpus as shards (issue #13): adding or changing a corpus file recomputes the NLL of its
+shards only (asserted from the instance's run records and the files on disk), aggregates use
+the complete cells and report coverage, and a storage root of the old layout is refused."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import dagster as dg
+import numpy as np
+import polars as pl
+import pytest
+
+from sigmap_assets.demo import STEPS, DemoRunner
+from sigmap_lib.inputs import read_corpus, segment_units
+from tests.assets.harness import Project
+
+THROUGH_COVERAGE = STEPS[: [s.stage for s in STEPS].index("coverage") + 1]
+
+
+def _split_corpus(world: Path) -> None:
+    """The synthetic world's one corpus file as two (same documents, same unit order)."""
+    src = world / "corpus" / "docs.jsonl"
+    lines = src.read_text().splitlines(keepends=True)
+    half = len(lines) // 2
+    src.write_text("".join(lines[:half]))
+    (world / "corpus" / "docs2.jsonl").write_text("".join(lines[half:]))
+
+
+def _extend_nll(world: Path, n_new: int, seed: int = 3) -> None:
+    """Append ``n_new`` units to every imported NLL array (a new file sorts last)."""
+    rng = np.random.default_rng(seed)
+    for p in sorted((world / "nll").glob("model_*.npy")):
+        old = np.load(p)
+        np.save(p, np.concatenate([old, rng.gamma(2.0, 1.0, n_new).astype(old.dtype)]))
+
+
+def _add_file(world: Path, name: str, n_docs: int = 2, words: int = 40) -> int:
+    rng = np.random.default_rng(11)
+    vocab = ["river", "stone", "cloud", "garden", "lantern", "harbor"]
+    lines, n = [], 0
+    for i in range(n_docs):
+        text = " ".join(rng.choice(vocab, words)) + "\n"
+        n += len(segment_units(text))
+        lines.append(json.dumps({"id": f"{name}:{i}", "text": text}))
+    (world / "corpus" / name).write_text("\n".join(lines) + "\n")
+    return n
+
+
+def _runner(project: Project) -> DemoRunner:
+    return DemoRunner(
+        project.defs,
+        project.instance,
+        project.storage.layout.demo_state(),
+        log=lambda s: None,
+        resources=project.resources,
+    )
+
+
+def _cell_runs(project: Project) -> list[str]:
+    """Every token_nll partition materialized so far, from the instance's event log."""
+    recs = project.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey("token_nll")), limit=10_000
+    ).records
+    return sorted(r.partition_key for r in recs)
+
+
+def _nll_files(project: Project) -> dict[str, tuple[int, str]]:
+    root = Path(project.storage.layout.path("nll"))
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime_ns, hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_adding_a_corpus_file_computes_nll_for_its_shard_only(
+    project: Project, synthetic_world: Path
+) -> None:
+    _split_corpus(synthetic_world)
+    _runner(project).run(THROUGH_COVERAGE)
+    shards0 = project.keys("shards")
+    models = project.keys("models")
+    assert len(shards0) == 2 and len(models) == 12
+    first = _cell_runs(project)
+    assert len(first) == 24 and len(set(first)) == 24
+    before = _nll_files(project)
+
+    n_new = _add_file(synthetic_world, "zz_new.jsonl")
+    _extend_nll(synthetic_world, n_new)
+    _runner(project).run(THROUGH_COVERAGE)
+    shards1 = project.keys("shards")
+    [new_shard] = [s for s in shards1 if s not in shards0]
+    assert set(shards0) < set(shards1)
+    runs = _cell_runs(project)
+    added = sorted(set(runs) - set(first)) if len(runs) == len(set(runs)) else None
+    assert added is not None, f"a cell was materialized twice: {runs}"
+    assert added == sorted(f"{m}|{new_shard}" for m in models)  # the new shard's cells only
+    after = _nll_files(project)
+    assert {k: v for k, v in after.items() if k in before} == before  # untouched, byte and mtime
+    assert all(k.startswith(f"shards/{new_shard}/") for k in set(after) - set(before))
+    cov = json.loads(project.storage.layout.ranks_current().read_text())
+    assert [s["key"] for s in cov["shards"]] == shards1 and len(cov["models"]) == 12
+    n_total = sum(s["n_units"] for s in cov["shards"])
+    assert n_total == sum(
+        len(segment_units(d.text)) for d in read_corpus(synthetic_world / "corpus")
+    )
+
+    # a re-run with nothing new materializes no cell at all
+    _runner(project).run(THROUGH_COVERAGE)
+    assert len(_cell_runs(project)) == len(runs)
+
+
+def test_a_changed_file_recomputes_only_its_shards_and_old_values_never_mix(
+    project: Project, synthetic_world: Path
+) -> None:
+    _split_corpus(synthetic_world)
+    _runner(project).run(THROUGH_COVERAGE)
+    shards0 = project.keys("shards")
+    first = _cell_runs(project)
+    before = _nll_files(project)
+    # rewrite the second file (its last document changes: same unit count, other bytes)
+    f2 = synthetic_world / "corpus" / "docs2.jsonl"
+    lines = f2.read_text().splitlines()
+    doc = json.loads(lines[-1])
+    doc["text"] = doc["text"].replace(doc["text"].split()[0], "zyzzyva", 1)
+    f2.write_text("\n".join([*lines[:-1], json.dumps(doc)]) + "\n")
+    _runner(project).run(THROUGH_COVERAGE)
+    shards1 = project.keys("shards")
+    assert shards1[0] == shards0[0] and shards1[1] != shards0[1]  # docs.jsonl kept its key
+    added = sorted(set(_cell_runs(project)) - set(first))
+    assert added == sorted(f"{m}|{shards1[1]}" for m in project.keys("models"))
+    after = _nll_files(project)
+    assert {k: v for k, v in after.items() if k in before} == before  # old data kept, unchanged
+    meta = project.instance.get_latest_materialization_event(
+        dg.AssetKey("corpus_manifest")
+    ).asset_materialization.metadata
+    assert meta["changed_files"].value == ["docs2.jsonl"]
+    assert meta["removed_shards"].value == [shards0[1]]
+    cov = json.loads(project.storage.layout.ranks_current().read_text())
+    assert [s["key"] for s in cov["shards"]] == shards1  # the old shard left the aggregates
+
+
+def test_coverage_uses_complete_cells_and_reports_the_missing_ones(project: Project) -> None:
+    project.through("registry")
+    models, shards = project.keys("models"), project.keys("shards")
+    assert len(shards) == 3
+    late = models[-1]
+    for c in project.cells(models[:-1]) + project.cells([late])[:1]:
+        project.materialize(["token_nll"], partition=c)
+    for s in shards:
+        project.materialize(["nll_ranks"], partition=s)
+    res = project.materialize(["rank_coverage"])
+    (mat,) = res.get_asset_materialization_events()
+    md = mat.materialization.metadata
+    # 11 models on 3 shards beat 12 models on 1 shard
+    assert md["models_used"].value == 11 and md["shards_used"].value == 3
+    assert md["missing_cells"].value == 2 and md["excluded_models"].value == [
+        late.replace("__", "/")
+    ]
+    assert "✗" in md["grid"].value
+    cov = json.loads(project.storage.layout.ranks_current().read_text())
+    assert cov["coverage"]["missing"] == {s: [late] for s in shards[1:]}
+
+
+def test_storage_root_of_the_old_layout_is_refused_with_what_to_do(project: Project) -> None:
+    old = Path(project.storage.layout.path("corpus", "store"))
+    old.mkdir(parents=True)
+    (old / "manifest.json").write_text("{}")
+    legacy_nll = Path(project.storage.layout.path("nll", "0123456789ab", "m1"))
+    legacy_nll.mkdir(parents=True)
+    project.materialize(["model_zoo"])
+    res = project.materialize(["corpus_manifest"], raise_on_error=False)
+    assert not res.success
+    msg = "\n".join(
+        str(e.step_failure_data.error.to_string())
+        for e in res.all_events
+        if e.event_type_value == "STEP_FAILURE"
+    )
+    assert "older sigmap" in msg and str(old) in msg and "new folder" in msg, msg
+    assert (old / "manifest.json").exists() and legacy_nll.exists()  # nothing deleted
+    assert not project.keys("shards")
+
+
+@pytest.mark.parametrize("n_shards", [1, 3])
+def test_sharded_signatures_equal_the_monolithic_ones(project: Project, n_shards: int) -> None:
+    """Screening merged from per-shard partials and signatures over the sharded view are the
+    ones computed on one rank store of all units (built here from the same NLL)."""
+    from sigmap_assets.defs.signatures.assets import score_matrix
+    from sigmap_assets.tables import current_ranks, open_corpus, open_nll_arrays
+    from sigmap_lib.nll import build_rank_store
+    from sigmap_lib.signatures import extract_signatures, screen
+
+    project.corpus_config = {
+        "ops": {"corpus_manifest": {"config": {"shard_units": 3000 // n_shards}}}
+    }
+    project.through("signatures")
+    info = current_ranks(project.storage)
+    assert len(info["shards"]) == n_shards
+    bench = project.keys("benchmarks")
+    arrays = [np.asarray(a) for a in open_nll_arrays(project.storage, info["models"])]
+    nbytes = np.asarray(open_corpus(project.storage).unit_nbytes)
+    whole = build_rank_store(arrays, info["models"], nbytes, Path(project.storage.root) / "whole")
+    y = score_matrix(project.storage, info["models"], bench)
+    for key, res in zip(bench, screen(whole, y, q=0.01)):
+        got = pl.read_parquet(project.storage.layout.screening_candidates(key))
+        assert got["unit"].to_list() == res.indices.tolist(), key
+    sigs = extract_signatures(
+        whole,
+        y,
+        nll_arrays=arrays,
+        benchmark_names=bench,
+        method="aic",
+        n_bootstrap=5,
+        n_permutations=3,
+        loo=False,
+    )
+    for key, sig in zip(bench, sigs):
+        stored = json.loads(project.storage.layout.signature_summary(key).read_text())["units"]
+        assert stored == sig.units.tolist(), key
