@@ -2,6 +2,7 @@
 
     sigmap demo [--world zoo|synthetic|PATH] [--quick]   materialize the whole graph
     sigmap run                                           the same, on the configured world
+    sigmap check [--world zoo|synthetic|PATH]            validate a world before any compute
     sigmap bench NAME [ARGS...]                          a benchmark; prints one JSON line last
     sigmap sync                                          add partitions for new models/benchmarks
     sigmap realdata overlap|metabench|heldout|scoring    analyses of ../shared/data
@@ -95,6 +96,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             write_project_config(str(root), world="folder", world_path=str(path), world_quick=False)
     elif args.quick:
         write_project_config(str(root), world_quick=True)
+    if not _preflight_before_run(root):
+        return 1
     defs = _load_defs()
     with dg.DagsterInstance.get() as instance:
         runner = DemoRunner(defs, instance, StorageLayout(str(root)).demo_state())
@@ -115,6 +118,80 @@ def cmd_demo(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _storage_root(storage: str | None) -> Path:
+    """The storage root as `_setup_env` finds it, without creating anything."""
+    return (
+        Path(storage or os.environ.get("SIGMAP_STORAGE") or Path.cwd() / "storage")
+        .expanduser()
+        .resolve()
+    )
+
+
+def _world_to_check(root: Path, world: str | None) -> tuple[str, Path]:
+    """``(kind, folder)`` of ``--world`` (zoo | synthetic | PATH), else of the configured
+    world exactly as `sigmap run` finds it (``<storage>/sigmap.yaml``, default zoo)."""
+    from sigmap_assets.resources import SigmapStorage, WorldResource
+
+    if world in ("zoo", "synthetic"):
+        return world, Path(StorageLayout(str(root)).world_dir(world))
+    if world:
+        return "folder", Path(world).expanduser().resolve()
+    res = WorldResource(storage=SigmapStorage(root=str(root)))
+    return res.resolved_kind(), res.root()
+
+
+def _print_problems(problems, stream) -> tuple[int, int]:
+    errors = sum(p.severity == "error" for p in problems)
+    for p in problems:
+        print(p.line(), file=stream)
+    return errors, len(problems) - errors
+
+
+def _preflight_before_run(root: Path) -> bool:
+    """`sigmap demo` / `sigmap run`: check a folder world before the run starts; prints
+    its problems and returns False when there are errors (the embedded zoo and synthetic
+    worlds are built by the run itself)."""
+    from sigmap_lib.worlds import preflight_world
+
+    try:
+        kind, folder = _world_to_check(root, None)
+    except ValueError as exc:
+        print(f"sigmap: {exc}", file=sys.stderr)
+        return False
+    if kind != "folder":
+        return True
+    problems = preflight_world(folder)
+    errors, warnings = _print_problems(problems, sys.stderr)
+    if errors:
+        print(f"sigmap: world {folder}: {errors} error(s), {warnings} warning(s); fix the "
+              "errors first (listed above; `sigmap check` lists them again)", file=sys.stderr)  # fmt: skip
+        return False
+    if warnings:
+        print(f"sigmap: world {folder}: {warnings} warning(s) (stages may be skipped)",
+              file=sys.stderr)  # fmt: skip
+    return True
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from sigmap_lib.worlds import preflight_world
+
+    root = _storage_root(args.storage)
+    try:
+        kind, folder = _world_to_check(root, args.world)
+    except ValueError as exc:
+        print(f"sigmap check: {exc}", file=sys.stderr)
+        return 2
+    if kind != "folder" and not folder.exists():
+        print(f"sigmap check: the {kind} world is built by `sigmap demo` (not built yet at "
+              f"{folder}); nothing to check")  # fmt: skip
+        return 0
+    problems = preflight_world(folder)
+    errors, warnings = _print_problems(problems, sys.stdout)
+    verdict = "ok" if not problems else f"{errors} error(s), {warnings} warning(s)"
+    print(f"sigmap check: world {folder}: {verdict}")
+    return 1 if errors else 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
@@ -210,6 +287,11 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="materialize everything missing or stale on the configured world"
     )
     r.set_defaults(func=cmd_demo, world=None, quick=False)
+    c = sub.add_parser("check", help="validate a world (models, scores, catalog, items) before any "
+                       "compute; exit 1 on errors")  # fmt: skip
+    c.add_argument("--world", help="zoo, synthetic or a world folder (default: the configured "
+                   "world, as `sigmap run` finds it)")  # fmt: skip
+    c.set_defaults(func=cmd_check)
     b = sub.add_parser("bench", help="run a benchmark; prints one JSON line last")
     b.add_argument("name", help=", ".join(BENCHES))
     b.add_argument("rest", nargs=argparse.REMAINDER)

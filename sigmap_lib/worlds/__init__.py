@@ -6,6 +6,10 @@ from ._layout import (
     WorldLayout,
     check_world,
 )
+from ._preflight import (
+    WorldProblem,
+    preflight_world,
+)
 from ._synthetic import (
     FORMATS,
     SyntheticWorld,
@@ -25,10 +29,12 @@ __all__ = [
     "FORMATS",
     "SyntheticWorld",
     "WorldLayout",
+    "WorldProblem",
     "build_causal_lm",
     "check_world",
     "make_synthetic_world",
     "planted_recovery",
+    "preflight_world",
     "random_text",
     "sample_texts",
     "save_model",
