@@ -482,7 +482,7 @@ def import_nll(
     for lo in range(0, corpus.n_units, step):
         block = np.asarray(values[lo : lo + step], dtype=np.float32)
         if not np.all(np.isfinite(block)):
-            bad = int(np.flatnonzero(~np.isfinite(block))[0]) + lo
+            bad = int(np.flatnonzero(~np.isfinite(block))[0]) + lo + unit_offset
             raise SigmapInputError(
                 f"model {model_id or '?'}: nll_source {src} has a non-finite value at unit {bad}"
             )

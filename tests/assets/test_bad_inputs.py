@@ -35,15 +35,18 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Project, P
     shutil.copytree(world, pristine)
     with dg.instance_for_test() as instance:
         p = make_project(root, world, instance)
-        run(
-            p,
-            ["model_zoo", "corpus_manifest", "corpus_units", "model_registry", "benchmark_catalog"],
-        )
+        run(p, ["model_zoo"])
+        run(p, ["corpus_manifest"], run_config=p.corpus_config)
+        for k in p.keys("shards"):
+            run(p, ["corpus_shard"], partition=k)
+        run(p, ["model_registry", "benchmark_catalog"])
         p.sync()
         run(p, ["benchmark_scores"])
-        for key in NLL_MODELS:
-            run(p, ["token_nll"], partition=key)
-        run(p, ["nll_ranks"])
+        for cell in p.cells(NLL_MODELS):
+            run(p, ["token_nll"], partition=cell)
+        for k in p.keys("shards"):
+            run(p, ["nll_ranks"], partition=k)
+        run(p, ["rank_coverage"])
         run(p, ["benchmark_items"], partition=BENCH)
         yield p, pristine
 
@@ -138,15 +141,16 @@ def edit_yaml(path: Path, fn) -> None:
 
 
 # ----------------------------------------------------------------------------------- corpus
-CORPUS = ["corpus_manifest", "corpus_units"]
-# corpus_manifest records the corpus files (it does not read them) before corpus_units
-# validates them; everything derived is unchanged
+CORPUS = ["corpus_manifest"]
+# corpus_manifest plans the shards (reads every new file) before it writes anything;
+# everything derived is unchanged
 MANIFEST = ("corpus/manifest.parquet",)
 
 
 def test_corpus_invalid_utf8(project: Project) -> None:
     f = world(project) / "corpus" / "doc_000002.txt"
-    f.write_bytes(f.read_bytes()[:100] + b"\xff\xfe broken" + f.read_bytes()[100:])
+    text = (" ".join(["word"] * 40)).encode()
+    f.write_bytes(text[:100] + b"\xff\xfe broken" + text[100:])
     assert_rejected(project, CORPUS, [str(f), "invalid UTF-8 at byte offset 100"], ignore=MANIFEST)
 
 
@@ -230,13 +234,14 @@ def test_registry_invalid_yaml(project: Project) -> None:
 
 
 def test_nll_source_wrong_length(project: Project) -> None:
-    src = world(project) / "nll" / "model_000.npy"
+    # a model not materialized yet (a complete cell is never re-read)
+    src = world(project) / "nll" / "model_003.npy"
     np.save(src, np.load(src)[:-7])
     assert_rejected(
         project,
         ["token_nll"],
-        [str(src), "shape (2993,)", "expected (3000,)", "synthetic/alpha-00"],
-        partition=NLL_MODELS[0],
+        [str(src), "shape (2993,)", "expected (3000,)", "synthetic/delta-03"],
+        partition=project.cells(["synthetic__delta-03"])[0],
     )
 
 
@@ -250,7 +255,7 @@ def test_nll_source_non_finite_value(project: Project) -> None:
         project,
         ["token_nll"],
         [str(src), "non-finite value at unit 2999", "synthetic/alpha-04"],
-        partition="synthetic__alpha-04",
+        partition=project.cells(["synthetic__alpha-04"])[-1],
     )
 
 
@@ -364,7 +369,7 @@ def test_screening_negative_q(project: Project) -> None:
 
 def test_corpus_shard_units_zero(project: Project) -> None:
     fragments = ["shard_units=0 must be positive"]
-    assert_config_rejected(project, "corpus_units", {"shard_units": 0}, fragments)
+    assert_config_rejected(project, "corpus_manifest", {"shard_units": 0}, fragments)
 
 
 def test_run_config_unknown_field(project: Project) -> None:

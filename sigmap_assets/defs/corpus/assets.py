@@ -51,6 +51,11 @@ def corpus_manifest(
     why = legacy_root_message(storage)
     if why:
         raise dg.Failure(why)
+    if config.shard_units < 1:
+        raise dg.Failure(
+            f"corpus_manifest: shard_units={config.shard_units} must be positive (units per "
+            "shard; default 65536, sizing rule in docs/FORMATS.md)"
+        )
     layout = check_world(world.root())
     rows = []
     for p in layout.corpus_files:
