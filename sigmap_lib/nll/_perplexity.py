@@ -31,6 +31,16 @@ Conventions
 * **Batching.** All windows of the given texts are sorted by length (longest first) and
   packed into right-padded batches of at most ``batch_tokens`` token slots; the padding
   fraction is reported in ``stats``.
+* **Bounded memory.** The full ``tokens × vocab`` logits of a batch are never built: the
+  model body runs to its last hidden states, the scored positions are gathered, and the
+  LM head + log-softmax run on slices of ``logits_chunk`` positions (default: about
+  32 MiB of float32 logits per slice on CPU, 1 GiB on CUDA), so only ``chunk × vocab``
+  logits exist at a time. This needs ``model.base_model`` (the body) and
+  ``model.get_output_embeddings()`` (the head) with ``model(x).logits ==
+  head(body(x).last_hidden_state)``; that is checked once per model on a short probe
+  (and models with logit soft-capping or scaling in the causal-LM wrapper are excluded
+  by their config). Models that fail it fall back to the full-logits forward pass
+  (``stats["full_logits_batches"]`` counts those batches).
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ import math
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -307,6 +318,78 @@ def _windows(n: int, max_length: int, stride: int) -> list[tuple[int, int, int]]
         begin += stride
 
 
+#: Config attributes of causal-LM wrappers that transform the head's output (soft-capping,
+#: scaling): such models are scored through the full-logits path.
+_LOGIT_TRANSFORMS = ("final_logit_softcapping", "logit_scale", "logits_scaling",
+                     "output_logit_scale", "dim_model_base")  # fmt: skip
+#: Bytes of float32 logits per LM-head slice when ``logits_chunk`` is not given.
+_CHUNK_BYTES = {"cpu": 32 << 20, "cuda": 1 << 30}
+_SPLIT_OK: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_SPLIT_LOCK = threading.Lock()
+
+
+def _last_hidden(out: Any) -> Any:
+    h = getattr(out, "last_hidden_state", None)
+    return out[0] if h is None else h
+
+
+def _split_lm_head(model: Any) -> tuple[Any, Any] | None:
+    """``(body, head)`` of a causal LM whose logits are ``head(body(x).last_hidden_state)``,
+    else ``None``. Verified once per model (cached) on a 2 × 8 probe batch with padding."""
+    import torch
+
+    body = getattr(model, "base_model", None)
+    try:
+        head = model.get_output_embeddings()
+    except (AttributeError, NotImplementedError):
+        head = None
+    if not isinstance(body, torch.nn.Module) or body is model:
+        return None
+    if not isinstance(head, torch.nn.Module):
+        return None
+    with _SPLIT_LOCK:
+        ok = _SPLIT_OK.get(model)
+    if ok is None:
+        ok = _probe_split(model, body, head)
+        with _SPLIT_LOCK:
+            _SPLIT_OK[model] = ok
+    return (body, head) if ok else None
+
+
+def _probe_split(model: Any, body: Any, head: Any) -> bool:
+    import torch
+
+    cfg = getattr(model, "config", None)
+    for attr in _LOGIT_TRANSFORMS:
+        v = getattr(cfg, attr, None)
+        if v is not None and not (attr == "logits_scaling" and v == 1):
+            return False
+    try:
+        device = next(model.parameters()).device
+        vocab = int(getattr(cfg, "vocab_size", 0) or getattr(head, "out_features", 0))
+        gen = torch.Generator().manual_seed(0)
+        ids = torch.randint(0, vocab, (2, 8), generator=gen).to(device)
+        mask = torch.ones_like(ids)
+        mask[1, 5:] = 0
+        with torch.inference_mode():
+            ref = model(input_ids=ids, attention_mask=mask, use_cache=False).logits.float()
+            got = head(_last_hidden(body(input_ids=ids, attention_mask=mask, use_cache=False)))
+            got = got.float()
+        if got.shape != ref.shape:
+            return False
+        tol = 1e-3 * max(1.0, float(ref.abs().max()))
+        return bool((got - ref).abs().max() <= tol)
+    except Exception:  # any failure means: use the plain forward pass
+        return False
+
+
+def _chunk_positions(logits_chunk: int | None, vocab: int, device: Any) -> int:
+    if logits_chunk is not None:
+        return int(logits_chunk)
+    budget = _CHUNK_BYTES["cuda" if str(device).startswith("cuda") else "cpu"]
+    return max(16, budget // (4 * max(1, vocab)))
+
+
 def token_nll(
     model: Any,
     sequences: Sequence[np.ndarray],
@@ -317,6 +400,7 @@ def token_nll(
     pad_id: int = 0,
     max_padding: float = 0.05,
     stats: dict[str, Any] | None = None,
+    logits_chunk: int | None = None,
 ) -> list[np.ndarray]:
     """NLL (nats) of every position ``1..n-1`` of every token sequence.
 
@@ -334,7 +418,15 @@ def token_nll(
         padding fraction exceed this bound (so overall padding stays ≤ ``max_padding``).
     stats
         If given, updated with ``tokens`` (scored), ``slots``, ``real_slots``,
-        ``forward_seconds``, ``windows``, ``batches``.
+        ``forward_seconds``, ``windows``, ``batches``, ``full_logits_batches`` (batches
+        scored through the full-logits fallback) and ``max_batch_slots`` (the largest
+        batch, rows × padded length).
+    logits_chunk
+        Scored positions per LM-head slice (the model body runs once per batch; only
+        ``logits_chunk × vocab`` logits exist at a time). ``None``: about 32 MiB of
+        float32 logits per slice on CPU / MPS, 1 GiB on CUDA. ``0``: the full-logits
+        path (``model(...).logits`` of the whole batch; also the fallback for models
+        whose head cannot be split off, see the module docstring).
 
     Returns
     -------
@@ -367,8 +459,14 @@ def token_nll(
     for i, s in enumerate(sequences):
         wins.extend((i, b, e, t) for b, e, t in _windows(len(s), max_length, stride))
     wins.sort(key=lambda w: w[2] - w[1], reverse=True)
+    if logits_chunk is not None and logits_chunk < 0:
+        raise SigmapInputError(f"logits_chunk={logits_chunk} must be >= 0 (0: full logits)")
     device = next(model.parameters()).device
-    slots = real = scored = n_batches = 0
+    split = _split_lm_head(model) if logits_chunk != 0 else None
+    if split is not None:
+        vocab = getattr(split[1], "out_features", None) or model.config.vocab_size
+        chunk = _chunk_positions(logits_chunk, int(vocab), device)
+    slots = real = scored = n_batches = n_full = max_slots = 0
     t_fwd = 0.0
     pos = 0
     with torch.inference_mode():
@@ -403,18 +501,34 @@ def token_nll(
             cc = torch.from_numpy(np.concatenate(sel_c)).to(device)
             yy = torch.from_numpy(np.concatenate(tgt)).to(device)
             t0 = time.perf_counter()
-            logits = model(
-                input_ids=torch.from_numpy(ids).to(device),
-                attention_mask=torch.from_numpy(mask).to(device),
-                use_cache=False,
-            ).logits
+            inputs = {
+                "input_ids": torch.from_numpy(ids).to(device),
+                "attention_mask": torch.from_numpy(mask).to(device),
+                "use_cache": False,
+            }
             nll_parts = []
-            chunk = 4096
-            for k in range(0, len(rr), chunk):
-                lg = logits[rr[k : k + chunk], cc[k : k + chunk]].float()
-                nll_parts.append(
-                    torch.nn.functional.cross_entropy(lg, yy[k : k + chunk], reduction="none")
-                )
+            if split is not None:
+                body, head = split
+                hidden = _last_hidden(body(**inputs))
+                picked = hidden[rr, cc]  # (scored positions, d_model)
+                del hidden
+                for k in range(0, len(rr), chunk):
+                    lg = head(picked[k : k + chunk]).float()
+                    nll_parts.append(
+                        torch.nn.functional.cross_entropy(lg, yy[k : k + chunk], reduction="none")
+                    )
+                    del lg
+                del picked
+            else:
+                logits = model(**inputs).logits
+                chunk = 4096
+                for k in range(0, len(rr), chunk):
+                    lg = logits[rr[k : k + chunk], cc[k : k + chunk]].float()
+                    nll_parts.append(
+                        torch.nn.functional.cross_entropy(lg, yy[k : k + chunk], reduction="none")
+                    )
+                del logits
+                n_full += 1
             nll = torch.cat(nll_parts).double().cpu().numpy()
             t_fwd += time.perf_counter() - t0
             k = 0
@@ -422,10 +536,10 @@ def token_nll(
                 out[d][t - 1 : e - 1] = nll[k : k + e - t]
                 k += e - t
             slots += ids.size
+            max_slots = max(max_slots, ids.size)
             real += int(mask.sum())
             scored += len(nll)
             n_batches += 1
-            del logits
     if stats is not None:
         stats["tokens"] = stats.get("tokens", 0) + scored
         stats["slots"] = stats.get("slots", 0) + slots
@@ -433,6 +547,8 @@ def token_nll(
         stats["forward_seconds"] = stats.get("forward_seconds", 0.0) + t_fwd
         stats["windows"] = stats.get("windows", 0) + len(wins)
         stats["batches"] = stats.get("batches", 0) + n_batches
+        stats["full_logits_batches"] = stats.get("full_logits_batches", 0) + n_full
+        stats["max_batch_slots"] = max(stats.get("max_batch_slots", 0), max_slots)
     return out
 
 
@@ -507,6 +623,7 @@ def document_unit_nll(
     batch_tokens: int = 8192,
     pattern: str | None = None,
     stats: dict[str, Any] | None = None,
+    logits_chunk: int | None = None,
 ) -> list[np.ndarray]:
     """Per-unit NLL (nats) of each text, aligned with ``segment_units(text, pattern)``.
 
@@ -522,13 +639,17 @@ def document_unit_nll(
     stride
         Window step for documents longer than ``max_length``; default ``max_length // 2``.
     batch_tokens
-        Token slots per forward pass (memory ≈ ``batch_tokens × vocab`` logits).
+        Token slots per forward pass (memory: the model body's activations of
+        ``batch_tokens`` slots; logits only ``logits_chunk × vocab`` at a time).
     pattern
         Unit pattern (default: the corpus default).
     stats
         Optional dict updated with ``tokens``, ``slots``, ``real_slots``,
         ``padding_fraction``, ``forward_seconds``, ``align_seconds``, ``windows``,
-        ``batches``, ``unscored_first_tokens``.
+        ``batches``, ``full_logits_batches``, ``max_batch_slots`` (a maximum),
+        ``unscored_first_tokens``.
+    logits_chunk
+        Positions per LM-head slice, see :func:`token_nll` (``0``: full logits).
 
     Returns
     -------
@@ -579,7 +700,7 @@ def document_unit_nll(
     t_tok = time.perf_counter() - t0
     local: dict[str, Any] = {}
     nlls = token_nll(model, seqs, max_length=L, stride=S, batch_tokens=batch_tokens,
-                     pad_id=int(pad_id), stats=local)  # fmt: skip
+                     pad_id=int(pad_id), stats=local, logits_chunk=logits_chunk)  # fmt: skip
     t1 = time.perf_counter()
     out: list[np.ndarray] = []
     for text, offsets, tok_nll in zip(texts, enc["offset_mapping"], nlls):
@@ -601,7 +722,7 @@ def document_unit_nll(
     t_align = time.perf_counter() - t1 + t_tok
     if stats is not None:
         for k, v in local.items():
-            stats[k] = stats.get(k, 0) + v
+            stats[k] = max(stats.get(k, 0), v) if k == "max_batch_slots" else stats.get(k, 0) + v
         stats["align_seconds"] = stats.get("align_seconds", 0.0) + t_align
         stats["unscored_first_tokens"] = stats.get("unscored_first_tokens", 0) + (
             len(texts) if prefix is None else 0
@@ -623,6 +744,7 @@ def score_corpus(
     progress: Callable[[dict[str, Any]], None] | None = None,
     fail_after_shards: int | None = None,
     verify: bool = True,
+    logits_chunk: int | None = None,
 ) -> dict[str, Any]:
     """Score every pending shard of ``corpus_store`` into ``nll_store`` (resumable).
 
@@ -640,6 +762,8 @@ def score_corpus(
     fail_after_shards
         Testing hook: raise ``RuntimeError`` after this many shards were committed in this
         call (simulates an interrupted run).
+    logits_chunk
+        Positions per LM-head slice, see :func:`token_nll` (``0``: full logits).
 
     Returns
     -------
@@ -647,6 +771,7 @@ def score_corpus(
         ``tokens`` and ``tokens_per_s`` (this call), ``units``, ``total_nll`` and
         ``bits_per_byte`` (whole corpus, read back from the store), ``padding_fraction``,
         ``slots`` / ``real_slots`` (token slots processed, total / non-padding), ``windows``,
+        ``max_batch_slots`` (largest batch), ``full_logits_batches`` (fallback batches),
         ``device``, ``dtype``, ``shards_done`` (this call), ``shards_skipped``,
         ``seconds``, ``forward_seconds``, ``align_seconds``, ``store_seconds``.
 
@@ -699,6 +824,7 @@ def score_corpus(
         per_doc = document_unit_nll(
             model, tokenizer, texts, max_length=max_length, stride=stride,
             batch_tokens=batch_tokens, pattern=corpus_store.pattern, stats=stats,
+            logits_chunk=logits_chunk,
         )  # fmt: skip
         values = np.concatenate(per_doc) if per_doc else np.zeros(0)
         if len(values) != sh.n_units:
@@ -736,6 +862,8 @@ def score_corpus(
         "slots": int(stats.get("slots", 0)),
         "real_slots": int(stats.get("real_slots", 0)),
         "windows": int(stats.get("windows", 0)),
+        "max_batch_slots": int(stats.get("max_batch_slots", 0)),
+        "full_logits_batches": int(stats.get("full_logits_batches", 0)),
         "device": str(next(model.parameters()).device),
         "dtype": dtype,
         "shards_done": done,

@@ -31,6 +31,18 @@ our end-to-end seconds), and the largest per-document difference of total NLL (n
 Both prepend the same prefix token (BOS, else EOS); for documents longer than the
 context the two window schemes differ (ours strides with overlap, lm-eval's windows are
 disjoint), which ``lm_eval.windows_match`` reports.
+
+Memory (both modes, in ``memory`` of the JSON line): the process's resident set once the
+model is loaded and warmed up (``rss_loaded_bytes``: with ``--model`` after one short
+document, which pages in the memory-mapped safetensors weights; ``weights_bytes`` = the
+parameters' bytes), its peak while scoring (``peak_rss_bytes``: Linux ``VmHWM`` after
+resetting it through ``/proc/self/clear_refs`` at that point, so the load and a GGUF
+conversion do not count; else ``ru_maxrss`` of the whole process, ``peak_method`` says
+which),
+``peak_above_loaded_bytes`` and that per token slot of the largest batch
+(``peak_above_loaded_per_slot_bytes``). Scoring builds logits only ``logits_chunk ×
+vocab`` at a time (``--logits-chunk``, 0 = the full-logits path), so the peak above the
+loaded model grows with ``batch_tokens`` by the model body's activations per slot only.
 """
 
 from __future__ import annotations
@@ -70,6 +82,82 @@ def _matmul_params(model: Any) -> int:
     return n
 
 
+def _proc_status(field: str) -> int | None:
+    """A ``kB`` field of ``/proc/self/status`` in bytes (``None`` where unavailable)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith(field + ":"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return None
+
+
+def _rss_bytes() -> int:
+    v = _proc_status("VmRSS")
+    if v is not None:
+        return v
+    import psutil
+
+    return int(psutil.Process().memory_info().rss)
+
+
+class _PeakRSS:
+    """Peak resident set size from now on (Linux: reset ``VmHWM``; else ``ru_maxrss``)."""
+
+    def __init__(self) -> None:
+        import gc
+
+        gc.collect()
+        self.loaded = _rss_bytes()
+        self.method = "ru_maxrss (whole process)"
+        try:
+            with open("/proc/self/clear_refs", "w", encoding="ascii") as fh:
+                fh.write("5")  # reset the peak RSS to the current RSS (Linux >= 4.0)
+            hwm = _proc_status("VmHWM")
+            if hwm is not None and hwm <= self.loaded + (16 << 20):
+                self.method = "VmHWM reset after load"
+        except OSError:
+            pass
+
+    def peak(self) -> int:
+        hwm = _proc_status("VmHWM")
+        if hwm is not None and self.method.startswith("VmHWM"):
+            return hwm
+        import resource
+
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return int(kb) * (1 if sys.platform == "darwin" else 1024)
+
+    def report(self, model: Any, max_slots: int, device: str) -> dict[str, Any]:
+        peak = max(self.peak(), _rss_bytes())
+        above = peak - self.loaded
+        weights = sum(p.numel() * p.element_size() for p in model.parameters())
+        out: dict[str, Any] = {
+            "peak_method": self.method,
+            "weights_bytes": int(weights),
+            "rss_loaded_bytes": int(self.loaded),
+            "peak_rss_bytes": int(peak),
+            "peak_above_loaded_bytes": int(above),
+            "max_batch_slots": int(max_slots),
+            "peak_above_loaded_per_slot_bytes": above / max_slots if max_slots else math.nan,
+        }
+        if device.startswith("cuda"):
+            import torch
+
+            out["cuda_peak_allocated_bytes"] = int(torch.cuda.max_memory_allocated())
+        return out
+
+
+def _start_peak(device: str) -> _PeakRSS:
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.reset_peak_memory_stats()
+    return _PeakRSS()
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; returns the result dict (the CLI prints it as one JSON line)."""
     ap = argparse.ArgumentParser(prog="sigmap bench perplexity", description=__doc__.split("\n")[0])
@@ -105,6 +193,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--lm-eval-batch-size", type=int, default=16,
                     help="with --model: lm-eval HFLM batch size")  # fmt: skip
     ap.add_argument("--no-lm-eval", action="store_true", help="with --model: skip lm-eval")
+    ap.add_argument("--logits-chunk", type=int, default=None, help="scored positions per LM-head "
+                    "slice (default: ~32 MiB of float32 logits on CPU; 0: full logits)")  # fmt: skip
     args = ap.parse_args(argv)
     if args.model is not None:
         return _model_bench(args)
@@ -184,15 +274,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from sigmap_lib.nll._perplexity import document_unit_nll
 
         document_unit_nll(
-            model, tok, texts[:8], max_length=args.max_length, batch_tokens=batch_tokens
-        )
+            model, tok, texts[:8], max_length=args.max_length, batch_tokens=batch_tokens,
+            logits_chunk=args.logits_chunk,
+        )  # fmt: skip
         torch.cuda.synchronize()
+    peak = _start_peak(device)
     t2 = time.perf_counter()
     stats = score_corpus(
         model, tok, corpus, store, max_length=args.max_length, batch_tokens=batch_tokens,
         progress=lambda p: _log(f"shard {p['shard']} done ({p['tokens_per_s']:.0f} tok/s)"),
+        logits_chunk=args.logits_chunk,
     )  # fmt: skip
     total = time.perf_counter() - t2
+    memory = peak.report(model, stats["max_batch_slots"], device)
     fwd = stats["forward_seconds"]
     tokens = stats["tokens"]
     result: dict[str, Any] = {
@@ -231,6 +325,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             "total": round(total, 3),
         },
         "bits_per_byte": stats["bits_per_byte"],
+        "logits_chunk": args.logits_chunk,
+        "full_logits_batches": stats["full_logits_batches"],
+        "memory": memory,
     }
     result["overhead_ok"] = bool(result["overhead_fraction"] <= 0.10)
     if big or gpu:
@@ -257,7 +354,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         f"{result['end_to_end_tokens_per_s']:.0f} tok/s, overhead {result['overhead_fraction']:.1%}, "
         f"padding {result['padding_fraction']:.1%}"
     )
+    _log_memory(memory)
     return result
+
+
+def _log_memory(m: dict[str, Any]) -> None:
+    mb = 1 / (1 << 20)
+    _log(f"memory: loaded {m['rss_loaded_bytes'] * mb:.0f} MiB (weights "
+         f"{m['weights_bytes'] * mb:.0f} MiB), peak {m['peak_rss_bytes'] * mb:.0f} MiB, "
+         f"+{m['peak_above_loaded_bytes'] * mb:.0f} MiB above loaded = "
+         f"{m['peak_above_loaded_per_slot_bytes'] / 1024:.1f} KiB per slot of the largest "
+         f"batch ({m['max_batch_slots']} slots; {m['peak_method']})")  # fmt: skip
 
 
 #: Standard-library modules whose docstrings (English prose) and source code make the
@@ -369,14 +476,18 @@ def _model_bench(args: argparse.Namespace) -> dict[str, Any]:
         work / "nll", corpus.n_units, corpus.shard_bounds, corpus.fingerprint
     )
     batch_tokens = args.batch_tokens or (65536 if device.startswith("cuda") else 8192)
-    # warm-up (thread pools, allocator, kernel selection) outside both timed runs
-    document_unit_nll(model, tok, [texts[0][:400]], max_length=L)
+    # warm-up (thread pools, allocator, kernel selection; memory-mapped weights paged in)
+    # outside both timed runs and before the memory baseline
+    document_unit_nll(model, tok, [texts[0][:400]], max_length=L, logits_chunk=args.logits_chunk)
+    peak = _start_peak(device)
     t2 = time.perf_counter()
     stats = score_corpus(
         model, tok, corpus, store, max_length=L, batch_tokens=batch_tokens,
         progress=lambda p: _log(f"shard {p['shard']} done ({p['tokens_per_s']:.0f} tok/s)"),
+        logits_chunk=args.logits_chunk,
     )  # fmt: skip
     total = time.perf_counter() - t2
+    memory = peak.report(model, stats["max_batch_slots"], device)
     fwd, tokens = stats["forward_seconds"], stats["tokens"]
     values = store.read().astype(np.float64)
     ours = np.bincount(corpus.unit_doc, weights=values, minlength=len(texts))
@@ -415,7 +526,11 @@ def _model_bench(args: argparse.Namespace) -> dict[str, Any]:
             "store": round(stats["store_seconds"], 3),
             "total": round(total, 3),
         },
+        "logits_chunk": args.logits_chunk,
+        "full_logits_batches": stats["full_logits_batches"],
+        "memory": memory,
     }
+    _log_memory(memory)
     _log(f"ours: forward {result['forward_tokens_per_s']:.0f} tok/s, end-to-end "
          f"{result['end_to_end_tokens_per_s']:.0f} tok/s, {result['bits_per_byte']:.3f} bits/byte")  # fmt: skip
     if not args.no_lm_eval:
