@@ -37,6 +37,7 @@ BENCHES = (
     "overlap",
     "metabench",
     "segmentation",
+    "shards",
 )
 
 

@@ -59,9 +59,7 @@ def test_world_folder_format(world: SyntheticWorld) -> None:
 
 
 def test_corpus_has_exactly_n_units_one_per_word(world: SyntheticWorld) -> None:
-    from sigmap_lib.inputs import segment_units
-
-    from sigmap_lib.inputs import read_corpus
+    from sigmap_lib.inputs import read_corpus, segment_units
 
     total = 0
     for doc in read_corpus(world.root / "corpus"):
