@@ -278,6 +278,11 @@ class ShardStore(CorpusStore):
     def spec(self) -> ShardSpec:
         return ShardSpec.from_dict(self.manifest["spec"])
 
+    @property
+    def block_units(self) -> int:
+        """Target units of a commit block (:data:`BLOCK_UNITS`)."""
+        return BLOCK_UNITS
+
     @cached_property
     def shards(self) -> list[Shard]:  # type: ignore[override]
         """Blocks of about :data:`BLOCK_UNITS` units (documents never split): the units an

@@ -370,6 +370,9 @@ def corpus_chunk_units(corpus: Any) -> int:
     Chunks then roughly follow the corpus shards, so a corrupted chunk found by
     :meth:`NLLStore.verify` re-queues only the shard(s) it overlaps, not the whole array.
     """
+    block = getattr(corpus, "block_units", None)  # a shard store: its commit blocks
+    if block:
+        return int(block)
     manifest = getattr(corpus, "manifest", None) or {}
     return int(manifest.get("shard_units") or 65536)
 

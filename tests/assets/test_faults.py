@@ -210,9 +210,9 @@ def _cells(project: Project, key: str) -> list[str]:
     return project.cells([key])
 
 
-def _setup(project: Project) -> None:
+def _setup(project: Project, config: dict = SHARD_CFG) -> None:
     project.materialize(["model_zoo"])
-    project.materialize(["corpus_manifest"], run_config=SHARD_CFG)
+    project.materialize(["corpus_manifest"], run_config=config)
     for k in project.keys("shards"):
         project.materialize(["corpus_shard"], partition=k)
     project.materialize(["model_registry", "benchmark_catalog"])
@@ -302,12 +302,14 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
     from sigmap_assets.partitions import cell_key
 
     _setup(project)
-    keys = project.keys("models")[:2]
-    shard = project.keys("shards")[0]
+    # two cells of ONE model at once (two shards), two of two models on one shard
+    m0, m1 = project.keys("models")[:2]
+    s0, s1 = project.keys("shards")[:2]
+    cells = [(m0, s0), (m0, s1), (m1, s0)]
     errors: list[BaseException] = []
-    barrier = threading.Barrier(4)
+    barrier = threading.Barrier(len(cells) + 2)
 
-    def asset(key: str) -> None:
+    def asset(key: str, shard: str) -> None:
         try:
             ctx = dg.build_asset_context(
                 partition_key=str(cell_key(key, shard)), instance=project.instance
@@ -329,21 +331,24 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=asset, args=(k,)) for k in keys]
+    threads = [threading.Thread(target=asset, args=c) for c in cells]
     threads += [threading.Thread(target=lib, args=(tmp_path / f"m{i}",)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=240)
     assert not errors, errors
-    from sigmap_lib.inputs import read_registry
+    from sigmap_assets.tables import read_plan
+    from sigmap_lib.inputs import ShardSpec, read_registry, shard_offsets
 
     sources = {s.key: s.nll_source for s in read_registry(Path(project.world.path) / "models.yaml")}
-    dirs = [_nll_dir(project, k) for k in keys]
-    assert dirs[0] != dirs[1]
-    n = NLLStore.open(dirs[0]).n_units
-    for k, d in zip(keys, dirs):
-        assert_complete_and_equal(d, np.load(sources[k])[:n])
+    plan = [ShardSpec.from_dict(d) for d in read_plan(project.storage)["shards"]]
+    offsets = shard_offsets(plan)
+    dirs = [Path(project.storage.layout.nll_cell(s, k)) for k, s in cells]
+    assert len(set(dirs)) == len(dirs)
+    for (k, s), d in zip(cells, dirs):
+        n = NLLStore.open(d).n_units
+        assert_complete_and_equal(d, np.load(sources[k])[offsets[s] : offsets[s] + n])
         assert NLLStore.open(d).attrs["model_id"] == k.replace("__", "/")
     for i in range(2):
         assert_complete_and_equal(tmp_path / f"m{i}", reference)
@@ -477,10 +482,16 @@ def test_disk_full_while_repairing_nll_store_keeps_committed_shards(
 ) -> None:
     import zarr.storage._local as zlocal
 
-    _setup(project)
+    import sigmap_lib.inputs._shard_store as shard_store
+
+    # one shard of 3,000 units whose cell commits 6 blocks of 500
+    monkeypatch.setattr(shard_store, "BLOCK_UNITS", 500)
+    _setup(project, {"ops": {"corpus_manifest": {"config": {"shard_units": 3000}}}})
     key = project.keys("models")[0]
-    project.materialize(["token_nll"], partition=key)
+    [cell] = project.cells([key])
+    project.materialize(["token_nll"], partition=cell)
     d = _nll_dir(project, key)
+    assert len(NLLStore.open(d).shard_bounds) == 6
     good = NLLStore.open(d).read()
     manifest = d / "manifest.json"
     committed_before = json.loads(manifest.read_text())["committed"]
@@ -510,8 +521,8 @@ def test_disk_full_while_repairing_nll_store_keeps_committed_shards(
 
     # (a) the data write fails
     monkeypatch.setattr(zlocal, "_put", put)
-    res = project.materialize(["token_nll"], partition=key, raise_on_error=False)
-    monkeypatch.undo()
+    res = project.materialize(["token_nll"], partition=cell, raise_on_error=False)
+    monkeypatch.setattr(zlocal, "_put", real_put)
     assert not res.success
     check_left_intact()
 
@@ -519,11 +530,12 @@ def test_disk_full_while_repairing_nll_store_keeps_committed_shards(
     def fsync(fd: int) -> None:
         raise enospc
 
+    real_fsync = os.fsync
     monkeypatch.setattr(os, "fsync", fsync)
-    res = project.materialize(["token_nll"], partition=key, raise_on_error=False)
-    monkeypatch.undo()
+    res = project.materialize(["token_nll"], partition=cell, raise_on_error=False)
+    monkeypatch.setattr(os, "fsync", real_fsync)
     assert not res.success
     check_left_intact()
     # space is back: the run completes with the original values
-    assert project.materialize(["token_nll"], partition=key).success
+    assert project.materialize(["token_nll"], partition=cell).success
     assert_complete_and_equal(d, good)
