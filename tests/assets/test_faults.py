@@ -116,6 +116,10 @@ CHILD = textwrap.dedent(
     from sigmap_lib.nll import NLLStore
 
     model_dir, corpus_dir, out, mode = sys.argv[1:5]
+    if len(sys.argv) > 6:  # a shard store (a token_nll cell) committed in blocks of this size
+        import sigmap_lib.inputs._shard_store as shard_store
+        shard_store.BLOCK_UNITS = int(sys.argv[6])
+        from sigmap_lib.inputs import ShardStore as CorpusStore
     if mode == "in-shard":
         # SIGKILL inside the write of shard k+1: its values are in the zarr array, its
         # commit (the manifest rewrite) never happens
@@ -179,6 +183,37 @@ def test_sigkill_inside_shard_write_then_resume_is_bit_identical(
     )  # only the uncommitted shards
     assert_complete_and_equal(out, reference)
     assert not [p for p in out.rglob("*") if p.name.endswith((".tmp", ".partial"))]
+
+
+def test_sigkill_inside_a_cell_then_resume_is_bit_identical(
+    tmp_path: Path, tiny_gpt2: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same kill on a token_nll cell: one shard of a corpus file, committed in blocks."""
+    import sigmap_lib.inputs._shard_store as shard_store
+    from sigmap_lib.inputs import plan_corpus, write_shard_store
+    from sigmap_lib.worlds import sample_texts
+
+    root = tmp_path / "corpus"
+    root.mkdir()
+    lines = [json.dumps({"id": f"d{i}", "text": t}) for i, t in enumerate(sample_texts(32, seed=7))]
+    (root / "docs.jsonl").write_text("\n".join(lines) + "\n")
+    [spec] = plan_corpus(root, target_units=10**9)
+    cell = write_shard_store(spec, root, tmp_path / "shard")
+    block = cell.n_units // 8
+    monkeypatch.setattr(shard_store, "BLOCK_UNITS", block)
+    cell = shard_store.ShardStore.open(tmp_path / "shard")
+    assert len(cell.shards) >= 6
+    ref = tmp_path / "ref"
+    scored(tiny_gpt2, cell, ref)
+    expected = NLLStore.open(ref).read()
+    out = tmp_path / "nll"
+    child = run_child(tmp_path, tiny_gpt2, cell.path, out, "in-shard", 2, block)
+    _, err = child.communicate(timeout=240)
+    assert child.returncode == -signal.SIGKILL, err
+    assert NLLStore.open(out).committed_shards() == [0, 1]
+    stats = scored(tiny_gpt2, cell, out)
+    assert (stats["shards_skipped"], stats["shards_done"]) == (2, len(cell.shards) - 2)
+    assert_complete_and_equal(out, expected)
 
 
 def test_sigkill_from_outside_mid_run_then_resume_is_bit_identical(
