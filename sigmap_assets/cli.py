@@ -108,6 +108,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
             print(f"sigmap: {exc}", file=sys.stderr)
             return 1
     layout = StorageLayout(str(root))
+    failed = summary.get("failed", [])
+    for f in failed:
+        print(f"sigmap: {f['stage']} {f['partition']} failed: {f['error']}", file=sys.stderr)
     print(
         f"\nDone in {summary['seconds']} s (ran: {', '.join(summary['ran']) or 'nothing'}; "
         f"up to date: {', '.join(summary['skipped']) or 'nothing'}).\n"
@@ -118,6 +121,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
         f".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1   (or: make dev)",
         file=sys.stderr,
     )
+    if failed:
+        print(
+            f"sigmap: {len(failed)} partition(s) failed (listed above); everything else ran "
+            "with the complete ones",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -266,7 +266,7 @@ class DemoRunner:
             for s in steps
         )
         prog = Progress(estimate)
-        summary = {"ran": [], "skipped": []}
+        summary: dict = {"ran": [], "skipped": [], "failed": []}
         for i, step in enumerate(steps, 1):
             t_stage = time.perf_counter()
             expected = durations.get(
@@ -295,7 +295,14 @@ class DemoRunner:
                         label,
                         f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
                     )
-                    self._materialize(step.assets, partition=k)
+                    try:
+                        self._materialize(step.assets, partition=k)
+                    except RuntimeError as exc:  # only this partition fails; the rest go on
+                        summary["failed"].append(
+                            {"stage": step.stage, "partition": k, "error": str(exc)}
+                        )
+                        prog.line(label, f"FAILED {k}: {str(exc).splitlines()[-1].strip()}")
+                        continue
                     sigs[k] = self._signature(step.assets[0], k)
                     self._save()
                     prog.consumed(expected / len(todo))  # ETA moves model by model

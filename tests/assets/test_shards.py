@@ -220,3 +220,23 @@ def test_sharded_signatures_equal_the_monolithic_ones(project: Project, n_shards
     for key, sig in zip(bench, sigs):
         stored = json.loads(project.storage.layout.signature_summary(key).read_text())["units"]
         assert stored == sig.units.tolist(), key
+
+
+def test_a_failing_model_fails_only_its_cells_and_the_run_goes_on(
+    project: Project, synthetic_world: Path
+) -> None:
+    import yaml
+
+    reg = yaml.safe_load((synthetic_world / "models.yaml").read_text())
+    reg["models"][4]["nll_source"] = "nll/missing.npy"
+    (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
+    _split_corpus(synthetic_world)
+    summary = _runner(project).run(THROUGH_COVERAGE)
+    broken = reg["models"][4]["id"].replace("/", "__")
+    failed = sorted(f["partition"] for f in summary["failed"])
+    assert failed == sorted(f"{broken}|{s}" for s in project.keys("shards"))
+    assert all("missing.npy" in f["error"] for f in summary["failed"])
+    assert "coverage" in summary["ran"]  # the aggregates ran on the complete cells
+    cov = json.loads(project.storage.layout.ranks_current().read_text())
+    assert len(cov["models"]) == 11 and broken not in cov["models"]
+    assert len(_cell_runs(project)) == 22  # every other cell was scored
