@@ -188,7 +188,28 @@ class DemoRunner:
         own = _latest_versions(
             self.instance, dg.AssetKey(asset), None if partition is None else [partition]
         )
+        if asset == "token_nll" and partition is not None:
+            parts.append(self._cell_fingerprint(partition))
         return hashlib.sha256("|".join(parts + own).encode()).hexdigest()[:20]
+
+    def _cell_fingerprint(self, partition: str) -> str:
+        """The model's files and scoring settings: weights overwritten in place, another
+        tokenizer or dtype make its cells "to do" (and only its cells)."""
+        from sigmap_assets.defs.models.assets import cell_fingerprint
+        from sigmap_assets.partitions import cells_partitions
+        from sigmap_lib.inputs import read_registry
+
+        key = cells_partitions.get_partition_key_from_str(partition).keys_by_dimension
+        specs = {s.key: s for s in read_registry(self.resources["world"].file("models.yaml"))}
+        spec = specs.get(key["model"])
+        if spec is None:
+            return "unregistered"
+        try:
+            return cell_fingerprint(
+                self.resources["storage"], self.resources["compute"], spec, key["shard"]
+            )
+        except OSError as exc:  # a missing model folder: the cell's own run reports it
+            return f"unreadable:{exc.errno}"
 
     def _materialize(
         self,

@@ -16,7 +16,9 @@ layout is documented, greppable and changed in one place::
       tables/benchmark_catalog.parquet    the validated catalog
       tables/benchmark_scores.{parquet,json}  long scores + validation report
       models/gguf/<sha256[:16]>/          GGUF files dequantized once (safetensors + tokenizer)
-      nll/shards/<shard>/<model>/         one zarr NLL array per model × shard cell (NLLStore)
+      nll/shards/<shard>/<model>/<fp>/    one zarr NLL array per model × shard cell (NLLStore),
+                                          keyed by the model's fingerprint; .../CURRENT the latest
+      models/fingerprints.json            sha256 of model files by (path, size, mtime)
       ranks/shards/<shard>/<identity>/    per-shard rank stores; .../CURRENT the latest
       ranks/CURRENT                       the coverage rank_coverage chose (models × shards)
       items/<benchmark>/{responses,questions}.parquet
@@ -134,9 +136,18 @@ class StorageLayout:
         (``sigmap_lib.nll.convert_gguf`` writes the sub-folders; local roots only)."""
         return self._path("models", "gguf")
 
-    def nll_cell(self, shard_key: str, model_key: str) -> Any:
-        """One model's NLL store on one shard (a ``token_nll`` cell)."""
-        return self._path("nll", "shards", shard_key, model_key)
+    def nll_cell(self, shard_key: str, model_key: str, fingerprint: str) -> Any:
+        """One model's NLL store on one shard (a ``token_nll`` cell) for one model
+        fingerprint (its files' content and scoring settings)."""
+        return self._path("nll", "shards", shard_key, model_key, fingerprint)
+
+    def nll_cell_current(self, shard_key: str, model_key: str) -> Any:
+        """JSON naming the fingerprint of the cell ``token_nll`` completed last."""
+        return self._path("nll", "shards", shard_key, model_key, "CURRENT")
+
+    def fingerprint_cache(self) -> Any:
+        """sha256 of model files by (path, size, mtime): each file version is hashed once."""
+        return self._path("models", "fingerprints.json")
 
     def shard_ranks(self, shard_key: str, identity: str) -> Any:
         return self._path("ranks", "shards", shard_key, identity)

@@ -96,13 +96,12 @@ def open_nll_arrays(
     storage: SigmapStorage, model_keys: list[str], info: dict | None = None
 ) -> list:
     """Per model, its NLL over the used shards (one lazily concatenated array each)."""
+    from sigmap_assets.defs.models.assets import cell_dir
     from sigmap_lib.nll import ConcatArray, NLLStore
 
     info = current_ranks(storage) if info is None else info
     return [
-        ConcatArray(
-            [NLLStore.open(storage.layout.nll_cell(s["key"], k)).array for s in info["shards"]]
-        )
+        ConcatArray([NLLStore.open(cell_dir(storage, s["key"], k)).array for s in info["shards"]])
         for k in model_keys
     ]
 

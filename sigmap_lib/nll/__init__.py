@@ -5,6 +5,7 @@ NLL store, and the rank store.
 
 from sigmap_lib._util import ConcatArray
 
+from ._fingerprint import file_sha256, files_stamp, model_files, model_fingerprint
 from ._gguf import convert_gguf, gguf_architecture
 from ._merge import BpbMoments, bpb_moments, merge_bpb_moments
 from ._perplexity import (
@@ -52,12 +53,16 @@ __all__ = [
     "decode_ranks",
     "document_unit_nll",
     "encode_ranks",
+    "file_sha256",
+    "files_stamp",
     "gguf_architecture",
     "import_nll",
     "iter_value_chunks",
     "load_model",
     "merge_bpb_moments",
     "model_context_length",
+    "model_files",
+    "model_fingerprint",
     "rank_dtype",
     "rank_rows",
     "rank_store_identity",

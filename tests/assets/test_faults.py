@@ -31,24 +31,6 @@ SHARD_CFG = {"ops": {"corpus_manifest": {"config": {"shard_units": 500}}}}  # 6 
 
 # ------------------------------------------------------------------------------ fixtures
 @pytest.fixture(scope="module")
-def tiny_gpt2(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A tiny trained GPT-2 (byte-level BPE) saved with safetensors."""
-    from sigmap_lib.worlds import (
-        build_causal_lm,
-        sample_texts,
-        save_model,
-        train_bpe_tokenizer,
-        train_causal_lm,
-    )
-
-    texts = sample_texts(200, seed=0)
-    tok = train_bpe_tokenizer(texts, vocab_size=400, style="byte_level")
-    model = build_causal_lm("gpt2", len(tok), d_model=32, n_layer=2, n_head=2, n_ctx=64, seed=0)
-    train_causal_lm(model, tok, texts, steps=15, batch_size=8, seq_len=48, seed=0)
-    return save_model(model, tok, tmp_path_factory.mktemp("tiny") / "tiny-gpt2")
-
-
-@pytest.fixture(scope="module")
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> CorpusStore:
     """A small corpus with 8 shards of irregular size."""
     from sigmap_lib.worlds import sample_texts
@@ -238,7 +220,10 @@ def test_sigkill_from_outside_mid_run_then_resume_is_bit_identical(
 
 # ------------------------------------------------------------------ 2. corrupted chunk
 def _nll_dir(project: Project, key: str, shard: int = 0) -> Path:
-    return Path(project.storage.layout.nll_cell(project.keys("shards")[shard], key))
+    from sigmap_assets.defs.models.assets import cell_dir
+
+    d = cell_dir(project.storage, project.keys("shards")[shard], key)
+    return Path(d) if d is not None else Path(project.storage.layout.path("nll", "none", key))
 
 
 def _cells(project: Project, key: str) -> list[str]:
@@ -379,7 +364,9 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
     sources = {s.key: s.nll_source for s in read_registry(Path(project.world.path) / "models.yaml")}
     plan = [ShardSpec.from_dict(d) for d in read_plan(project.storage)["shards"]]
     offsets = shard_offsets(plan)
-    dirs = [Path(project.storage.layout.nll_cell(s, k)) for k, s in cells]
+    from sigmap_assets.defs.models.assets import cell_dir
+
+    dirs = [Path(cell_dir(project.storage, s, k)) for k, s in cells]
     assert len(set(dirs)) == len(dirs)
     for (k, s), d in zip(cells, dirs):
         n = NLLStore.open(d).n_units

@@ -73,3 +73,36 @@ def test_sensor_skips_without_registry(tmp_path: Path) -> None:
         with dg.build_sensor_context(instance=instance, resources={"world": world}) as ctx:
             result = new_model_sensor(ctx)
         assert isinstance(result, dg.SkipReason)
+
+
+def test_sensor_requests_the_cells_of_a_model_whose_files_changed(tmp_path: Path) -> None:
+    import os
+
+    root = tmp_path / "world"
+    (root / "models" / "a").mkdir(parents=True)
+    (root / "models" / "b").mkdir(parents=True)
+    for n in ("a", "b"):
+        (root / "models" / n / "model.safetensors").write_bytes(b"x" * 10)
+    (root / "models.yaml").write_text(
+        yaml.safe_dump(
+            {"models": [{"id": f"local/{n}", "path": f"models/{n}"} for n in ("a", "b")]}
+        )
+    )
+    world = WorldResource(
+        storage=SigmapStorage(root=str(tmp_path / "storage")), kind="folder", path=str(root)
+    )
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("shards", ["s1", "s2"])
+        r1 = _tick(instance, world, None)
+        assert not [r for r in r1.run_requests if r.partition_key]
+        r2 = _tick(instance, world, r1.cursor)
+        assert not r2.run_requests  # nothing changed
+        w = root / "models" / "a" / "model.safetensors"
+        w.write_bytes(b"y" * 10)  # same size, new content and mtime
+        st = w.stat()
+        os.utime(w, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+        r3 = _tick(instance, world, r2.cursor)
+        assert sorted(r.partition_key for r in r3.run_requests) == ["local__a|s1", "local__a|s2"]
+        assert all(r.asset_selection == [dg.AssetKey("token_nll")] for r in r3.run_requests)
+        r4 = _tick(instance, world, r3.cursor)
+        assert not r4.run_requests  # requested once per change

@@ -15,6 +15,7 @@ import pytest
 
 from sigmap_assets.demo import STEPS, DemoRunner
 from sigmap_lib.inputs import read_corpus, segment_units
+from sigmap_lib.nll import NLLStore
 from tests.assets.harness import Project
 
 THROUGH_COVERAGE = STEPS[: [s.stage for s in STEPS].index("coverage") + 1]
@@ -240,3 +241,39 @@ def test_a_failing_model_fails_only_its_cells_and_the_run_goes_on(
     cov = json.loads(project.storage.layout.ranks_current().read_text())
     assert len(cov["models"]) == 11 and broken not in cov["models"]
     assert len(_cell_runs(project)) == 22  # every other cell was scored
+
+
+def test_changed_weights_rescore_only_that_model(
+    project: Project, synthetic_world: Path, tiny_gpt2: Path
+) -> None:
+    import shutil
+
+    import yaml
+    from safetensors.numpy import load_file, save_file
+
+    for name in ("a", "b"):
+        shutil.copytree(tiny_gpt2, synthetic_world / "models" / name)
+    reg = yaml.safe_load((synthetic_world / "models.yaml").read_text())
+    reg["models"] += [{"id": f"local/{n}", "path": f"models/{n}"} for n in ("a", "b")]
+    (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
+    _runner(project).run(THROUGH_COVERAGE)
+    first = _cell_runs(project)
+    assert len(first) == 14  # 12 imported + 2 scored models, one shard
+    [shard] = project.keys("shards")
+    old_a = json.loads(project.storage.layout.nll_cell_current(shard, "local__a").read_text())
+    old_dir = Path(project.storage.layout.nll_cell(shard, "local__a", old_a["fingerprint"]))
+    before = NLLStore.open(old_dir).read()
+    # the weights of local/a are overwritten in place (same names, same sizes)
+    w = synthetic_world / "models" / "a" / "model.safetensors"
+    tensors = load_file(w)
+    name = sorted(tensors)[0]
+    tensors[name] = tensors[name] + 0.05
+    save_file(tensors, w)
+    _runner(project).run(THROUGH_COVERAGE)
+    added = [c for c in _cell_runs(project) if c not in first or _cell_runs(project).count(c) > 1]
+    assert sorted(set(added)) == [f"local__a|{shard}"]  # only that model's cell
+    new_a = json.loads(project.storage.layout.nll_cell_current(shard, "local__a").read_text())
+    assert new_a["fingerprint"] != old_a["fingerprint"]
+    after = NLLStore.open(project.storage.layout.nll_cell(shard, "local__a", new_a["fingerprint"]))
+    assert not np.array_equal(after.read(), before)
+    assert np.array_equal(NLLStore.open(old_dir).read(), before)  # the old values are kept

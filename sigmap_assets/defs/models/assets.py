@@ -6,6 +6,7 @@ import json
 import time
 
 import dagster as dg
+import numpy as np
 
 from sigmap_assets.automation import aggregate_condition, automated, cell_condition
 from sigmap_assets.metadata import md_table
@@ -90,12 +91,48 @@ def registry_keys(world: WorldResource) -> tuple[list[str], dict[str, str]]:
     return [s.key for s in specs], {s.key: s.id for s in specs}
 
 
-def complete_cell(storage: SigmapStorage, shard_key: str, model_key: str):
-    """The NLL store of a complete cell (every block committed), else None."""
+def cell_fingerprint(storage: SigmapStorage, compute: ComputeResource, spec, shard_key: str) -> str:
+    """The key of a cell's values besides the shard: the model's files and scoring settings
+    (``sigmap_lib.nll.model_fingerprint``), or, for imported NLL, the shard's slice of it."""
+    from sigmap_lib.nll import model_fingerprint
+
+    if spec.nll_source:
+        from sigmap_lib.inputs import ShardSpec, shard_offsets
+
+        plan = [ShardSpec.from_dict(d) for d in read_plan(storage).get("shards", [])]
+        spec_s = next((s for s in plan if s.key == shard_key), None)
+        h = hashlib.sha256(f"import|{spec.id}|{spec.nll_source.name}".encode())
+        if spec_s is not None and spec.nll_source.exists() and spec.nll_source.suffix == ".npy":
+            values = np.load(spec.nll_source, mmap_mode="r")
+            lo = shard_offsets(plan)[shard_key]
+            h.update(np.ascontiguousarray(values[lo : lo + spec_s.n_units]).tobytes())
+        return h.hexdigest()[:16]
+    return model_fingerprint(
+        spec,
+        settings={"dtype": compute.dtype},
+        cache_path=storage.layout.fingerprint_cache() if storage.layout.is_local else None,
+    )
+
+
+def cell_dir(storage: SigmapStorage, shard_key: str, model_key: str):
+    """The store of the cell ``token_nll`` completed last (None if there is none)."""
+    path = storage.layout.nll_cell_current(shard_key, model_key)
+    if not path.exists():
+        return None
+    return storage.layout.nll_cell(shard_key, model_key, read_json(path)["fingerprint"])
+
+
+def complete_cell(storage: SigmapStorage, shard_key: str, model_key: str, fingerprint=None):
+    """The NLL store of a complete cell (every block committed), else None: the latest one,
+    or the one of ``fingerprint``."""
     from sigmap_lib.nll import NLLStore
 
-    d = storage.layout.nll_cell(shard_key, model_key)
-    if not d.exists():
+    d = (
+        cell_dir(storage, shard_key, model_key)
+        if fingerprint is None
+        else storage.layout.nll_cell(shard_key, model_key, fingerprint)
+    )
+    if d is None or not d.exists():
         return None
     try:
         st = NLLStore.open(d)
@@ -143,10 +180,11 @@ def token_nll(
     key, shard_key = cell.keys_by_dimension["model"], cell.keys_by_dimension["shard"]
     spec = registry_row(world, key)
     shard = open_shard(storage, shard_key)
-    out = storage.layout.nll_cell(shard_key, key)
     t0 = time.perf_counter()
-    done = complete_cell(storage, shard_key, key)
-    if done is not None and not done.verify():
+    fp = cell_fingerprint(storage, compute, spec, shard_key)
+    out = storage.layout.nll_cell(shard_key, key, fp)
+    done = complete_cell(storage, shard_key, key, fp)
+    if done is not None and not done.verify():  # complete for this key: the model is not loaded
         stats = {"reused": True, "units": done.n_units}
     elif spec.nll_source:
         from sigmap_lib.inputs import ShardSpec, shard_offsets
@@ -169,6 +207,10 @@ def token_nll(
     for k, v in stats.items():
         if isinstance(v, (int, float, str, bool)):
             meta[k] = v
+    write_json(
+        {"fingerprint": fp, "model": spec.id}, storage.layout.nll_cell_current(shard_key, key)
+    )
+    meta["fingerprint"] = fp
     checksums = NLLStore.open(out).checksums
     version = hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()[:16]
     return dg.MaterializeResult(metadata=meta, data_version=dg.DataVersion(version))

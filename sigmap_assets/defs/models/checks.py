@@ -3,7 +3,7 @@
 import dagster as dg
 import numpy as np
 
-from sigmap_assets.defs.models.assets import open_shard, token_nll
+from sigmap_assets.defs.models.assets import cell_dir, open_shard, token_nll
 from sigmap_assets.partitions import cells_partitions
 from sigmap_assets.resources import SigmapStorage
 
@@ -23,7 +23,12 @@ def token_nll_valid(
     )
     key, shard_key = cell.keys_by_dimension["model"], cell.keys_by_dimension["shard"]
     shard = open_shard(storage, shard_key)
-    store = NLLStore.open(storage.layout.nll_cell(shard_key, key))
+    d = cell_dir(storage, shard_key, key)
+    if d is None:
+        return dg.AssetCheckResult(
+            passed=False, metadata={"model": key, "shard": shard_key, "problems": ["no cell"]}
+        )
+    store = NLLStore.open(d)
     bad_shards = store.verify()
     problems = []
     if store.n_units != shard.n_units:

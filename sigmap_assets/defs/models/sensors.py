@@ -5,7 +5,7 @@ import json
 
 import dagster as dg
 
-from sigmap_assets.partitions import models_partitions
+from sigmap_assets.partitions import cell_key, models_partitions, shards_partitions
 from sigmap_assets.registry_sync import plan_model_sync
 from sigmap_assets.resources import WorldResource
 
@@ -19,7 +19,9 @@ from sigmap_assets.resources import WorldResource
         "Reads models.yaml; in one tick adds a `models` partition for every new model (a row of "
         "token_nll cells, one per shard, which automation then fills once each) and requests one "
         "run re-reading the registry and matching the scores to it. Removing a model from the "
-        "file never deletes its partition or data."
+        "file never deletes its partition or data. A registered model whose files change in "
+        "place (sizes or mtimes) gets its cells requested again (once per change); the cells "
+        "are keyed by the files' content, so only that model is rescored."
     ),
 )
 def new_model_sensor(
@@ -32,8 +34,33 @@ def new_model_sensor(
         )
     existing = set(context.instance.get_dynamic_partitions(models_partitions.name))
     plan = plan_model_sync(path, existing)
-    cursor = json.dumps(sorted(set(plan.known_keys) | existing))
+    stamps = model_stamps(path)
+    try:
+        previous = json.loads(context.cursor) if context.cursor else {}
+    except json.JSONDecodeError:
+        previous = {}
+    old_stamps = previous.get("stamps", {}) if isinstance(previous, dict) else {}
+    cursor = json.dumps({"keys": sorted(set(plan.known_keys) | existing), "stamps": stamps})
+    # a registered model whose files changed in place (weights, tokenizer): its cells again
+    changed = sorted(
+        k for k, v in stamps.items() if k in existing and k in old_stamps and old_stamps[k] != v
+    )
+    shards = list(context.instance.get_dynamic_partitions(shards_partitions.name))
+    rescore = [
+        dg.RunRequest(
+            asset_selection=[dg.AssetKey("token_nll")],
+            partition_key=str(cell_key(k, sh)),
+            run_key=f"token_nll:{k}|{sh}:{stamps[k]}",
+            tags={"sigmap/model": plan.raw_ids.get(k, k), "sigmap/reason": "model files changed"},
+        )
+        for k in changed
+        for sh in shards
+    ]
+    if changed:
+        context.log.info(f"model files changed: {', '.join(changed)} ({len(rescore)} cells)")
     if not plan.new_keys:
+        if rescore:
+            return dg.SensorResult(run_requests=rescore, cursor=cursor)
         return dg.SensorResult(
             skip_reason=f"{len(plan.known_keys)} models, none new", cursor=cursor
         )
@@ -46,6 +73,20 @@ def new_model_sensor(
     )
     return dg.SensorResult(
         dynamic_partitions_requests=[models_partitions.build_add_request(plan.new_keys)],
-        run_requests=[registry_run],
+        run_requests=[registry_run, *rescore],
         cursor=cursor,
     )
+
+
+def model_stamps(registry) -> dict[str, str]:
+    """Per registered model, a cheap identity of its files (sizes, mtimes; nothing read)."""
+    from sigmap_lib.inputs import read_registry
+    from sigmap_lib.nll import files_stamp, model_files
+
+    out = {}
+    for spec in read_registry(registry):
+        try:
+            out[spec.key] = files_stamp(model_files(spec))
+        except OSError:
+            out[spec.key] = "unreadable"
+    return out
