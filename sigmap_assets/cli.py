@@ -97,6 +97,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
             write_project_config(str(root), world="folder", world_path=str(path), world_quick=False)
     elif args.quick:
         write_project_config(str(root), world_quick=True)
+    if getattr(args, "minimum", None):
+        try:
+            minimums = _parse_minimums(args.minimum)
+        except ValueError as exc:
+            print(f"sigmap: {exc}", file=sys.stderr)
+            return 2
+        write_project_config(str(root), minimums=minimums)
     if not _preflight_before_run(root):
         return 1
     defs = _load_defs()
@@ -160,6 +167,24 @@ def _print_problems(problems, stream) -> tuple[int, int]:
     return errors, len(problems) - errors
 
 
+def _parse_minimums(items: list[str]) -> dict[str, int]:
+    """``["score_models=3", ...]`` → ``{"score_models": 3}``, checked like settings.yaml."""
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.worlds import read_minimums
+
+    out: dict[str, int] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise ValueError(f"--minimum {item!r}: expected KEY=N (e.g. score_models=3)")
+        out[key.strip()] = int(value)
+    try:
+        read_minimums({}, out)
+    except SigmapInputError as exc:
+        raise ValueError(f"--minimum: {exc}") from exc
+    return out
+
+
 def _preflight_before_run(root: Path) -> bool:
     """`sigmap demo` / `sigmap run`: check a folder world before the run starts; prints
     its problems and returns False when there are errors (the embedded zoo and synthetic
@@ -173,7 +198,10 @@ def _preflight_before_run(root: Path) -> bool:
         return False
     if kind != "folder":
         return True
-    problems = preflight_world(folder)
+    from sigmap_assets.resources import read_project_config
+
+    overrides = read_project_config(str(root)).get("minimums") or None
+    problems = preflight_world(folder, overrides=overrides)
     errors, warnings = _print_problems(problems, sys.stderr)
     if errors:
         print(f"sigmap: world {folder}: {errors} error(s), {warnings} warning(s); fix the "
@@ -293,11 +321,18 @@ def build_parser() -> argparse.ArgumentParser:
     d = sub.add_parser("demo", help="materialize the whole graph on the embedded world")
     d.add_argument("--world", help="zoo (default), synthetic, or a world folder (docs/FORMATS.md)")
     d.add_argument("--quick", action="store_true", help="a smaller zoo (for a fast look)")
+    d.add_argument(
+        "--minimum",
+        action="append",
+        metavar="KEY=N",
+        help="a stage minimum (score_models, coverage_models, signature_models, "
+        "metabench_respondents, semantic_benchmarks; docs/OWN_WORLD.md), kept for later runs",
+    )
     d.set_defaults(func=cmd_demo)
     r = sub.add_parser(
         "run", help="materialize everything missing or stale on the configured world"
     )
-    r.set_defaults(func=cmd_demo, world=None, quick=False)
+    r.set_defaults(func=cmd_demo, world=None, quick=False, minimum=None)
     c = sub.add_parser("check", help="validate a world (models, scores, catalog, items) before any "
                        "compute; exit 1 on errors")  # fmt: skip
     c.add_argument("--world", help="zoo, synthetic or a world folder (default: the configured "

@@ -123,6 +123,14 @@ class WorldResource(dg.ConfigurableResource):
         cfg = read_project_config(self.storage_root).get("lm_eval_logs")
         return Path(cfg).expanduser().resolve() if cfg else self.root() / "lm_eval_logs"
 
+    def minimums(self):
+        """The world's minimum counts per stage: ``settings.yaml`` group ``minimums``, then
+        the ``minimums`` stored by ``sigmap demo --minimum KEY=N`` in ``<storage>/sigmap.yaml``."""
+        from sigmap_lib.worlds import read_minimums
+
+        project = read_project_config(self.storage.root).get("minimums") or {}
+        return read_minimums(self.settings(), project)
+
     def settings(self) -> dict[str, Any]:
         """The world's recommended asset settings (``settings.yaml``; may be absent)."""
         path = self.file("settings.yaml")

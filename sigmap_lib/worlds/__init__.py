@@ -6,6 +6,8 @@ from ._layout import (
     WorldLayout,
     check_world,
 )
+from ._minimums import REASONS as MINIMUM_REASONS
+from ._minimums import WorldMinimums, read_minimums
 from ._preflight import (
     WorldProblem,
     preflight_world,
@@ -27,8 +29,10 @@ from ._tiny import (
 
 __all__ = [
     "FORMATS",
+    "MINIMUM_REASONS",
     "SyntheticWorld",
     "WorldLayout",
+    "WorldMinimums",
     "WorldProblem",
     "build_causal_lm",
     "check_world",
@@ -36,6 +40,7 @@ __all__ = [
     "planted_recovery",
     "preflight_world",
     "random_text",
+    "read_minimums",
     "sample_texts",
     "save_model",
     "train_bpe_tokenizer",

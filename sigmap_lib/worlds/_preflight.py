@@ -30,7 +30,7 @@ MIN_METABENCH_RESPONDENTS = 20
 MIN_SEMANTIC_BENCHMARKS = 2
 
 _TOKENIZER_SLOW = ("tokenizer.model", "spiece.model", "vocab.txt", "sentencepiece.bpe.model")
-_SETTINGS_GROUPS = ("metabench",)
+_SETTINGS_GROUPS = ("metabench", "minimums")
 
 
 @dataclass(frozen=True)
@@ -501,15 +501,34 @@ def _check_settings(c: _Collector) -> None:
             )
             continue
         from sigmap_lib.metabench import MetabenchConfig
+        from sigmap_lib.worlds._minimums import read_minimums
 
         try:
-            MetabenchConfig.from_kwargs(**values)
+            if group == "minimums":
+                read_minimums({"minimums": values})
+            else:
+                MetabenchConfig.from_kwargs(**values)
         except (SigmapInputError, TypeError, ValueError) as exc:
             c.error(f, f"group {group!r}", str(exc), "correct the option names / values")
 
 
+def _world_score_models(base: Path, overrides: dict | None) -> int:
+    import yaml
+
+    from sigmap_lib.worlds._minimums import read_minimums
+
+    f = base / "settings.yaml"
+    try:
+        data = yaml.safe_load(f.read_text(encoding="utf-8")) if f.exists() else {}
+        return read_minimums(data if isinstance(data, dict) else {}, overrides).score_models
+    except (yaml.YAMLError, SigmapInputError, OSError):
+        return MIN_SCORE_MODELS  # the settings check reports the problem
+
+
 # ----------------------------------------------------------------------------- entry point
-def preflight_world(root: str | Path, *, min_models: int = MIN_SCORE_MODELS) -> list[WorldProblem]:
+def preflight_world(
+    root: str | Path, *, min_models: int | None = None, overrides: dict | None = None
+) -> list[WorldProblem]:
     """Every problem of a world folder, found before any compute (``sigmap check``).
 
     Checks the layout (``corpus/`` files and their ``text`` field, ``models.yaml``,
@@ -532,8 +551,12 @@ def preflight_world(root: str | Path, *, min_models: int = MIN_SCORE_MODELS) -> 
     ----------
     root : str or Path
         The world folder (docs/FORMATS.md).
-    min_models : int
-        The score table's ``min_models`` (benchmarks scored for fewer models are dropped).
+    min_models : int, optional
+        The score table's ``min_models`` (benchmarks scored for fewer models are dropped);
+        default: the world's ``settings.yaml`` ``minimums: {score_models: N}`` (then
+        ``overrides``), else 5.
+    overrides : dict, optional
+        Minimums given on the command line (``{"score_models": 3}``).
 
     Returns
     -------
@@ -575,6 +598,8 @@ def preflight_world(root: str | Path, *, min_models: int = MIN_SCORE_MODELS) -> 
     _check_layout(c)
     ids = _check_registry(c)
     cat = _check_catalog(c)
+    if min_models is None:  # the world's own minimum (settings.yaml `minimums`, CLI overrides)
+        min_models = _world_score_models(base, overrides)
     _check_scores(c, ids, cat, min_models)
     if cat is not None:
         _check_items_counts(c, cat)

@@ -12,8 +12,9 @@ from sigmap_assets.tables import write_json, write_parquet
 
 
 class ScoresConfig(dg.Config):
-    min_models: int = 5
-    """Benchmarks scored for fewer registry models are dropped (with a warning in metadata)."""
+    min_models: int = 0
+    """Benchmarks scored for fewer registry models are dropped (with a warning in metadata);
+    0 = the world's minimum (``settings.yaml`` ``minimums: {score_models: N}``, default 5)."""
     strict: bool = False
     """Turn the min_models warning into an error."""
 
@@ -94,7 +95,11 @@ def benchmark_scores(
         specs = [{"kind": "wide", "path": str(world.file("scores.csv"))}]
         base = world.root()
     long, validation = read_score_sources(
-        specs, catalog=catalog, min_models=config.min_models, strict=config.strict, base_dir=base
+        specs,
+        catalog=catalog,
+        min_models=config.min_models or world.minimums().score_models,
+        strict=config.strict,
+        base_dir=base,
     )
     specs_reg = read_registry(world.file("models.yaml"))
     match = match_models(long["model"].unique().to_list(), [s.id for s in specs_reg])

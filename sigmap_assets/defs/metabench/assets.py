@@ -94,12 +94,21 @@ class StageRunner:
 
     def __call__(self, stage: str, fn: Callable[..., Any], key: str, *args: Any, **kw: Any) -> Any:
         """``fn(key, *args, **kw)``; ``None`` when benchmark ``key``'s input is unusable for
-        the stage (``SigmapInputError``), after marking it skipped: a warning, the skip file
-        the later stages read, and a row."""
+        the stage (``SigmapInputError``, or a fit that is not identifiable on its data:
+        perfect separation, a singular system), after marking it skipped: a warning, the
+        skip file the later stages read, and a row."""
+        import numpy as np
+        from statsmodels.tools.sm_exceptions import PerfectSeparationError
+
         try:
             return fn(key, *args, **kw)
         except SigmapInputError as exc:
             reason = f"{stage}: {exc}"
+        except (PerfectSeparationError, np.linalg.LinAlgError) as exc:  # degenerate data
+            reason = (
+                f"{stage}: the fit is not identifiable on this benchmark's responses "
+                f"({type(exc).__name__}: {exc}); more respondents or items are needed"
+            )
         self.context.log.warning(f"metabench: benchmark {key} skipped at {reason}")
         write_json({"stage": stage, "reason": reason}, self.storage.layout.metabench_skipped(key))
         self.rows.append({"benchmark": key, "status": f"skipped ({reason})"})

@@ -200,7 +200,7 @@ def token_nll(
             total_units=sum(s.n_units for s in plan),
         )
     else:
-        stats = score_cell(context, spec, shard, out, storage, compute)
+        stats = score_cell(context, spec, shard, out, storage, compute, fp)
     stats = dict(stats)
     stats["seconds"] = round(time.perf_counter() - t0, 2)
     meta = {"model": spec.id, "shard": shard_key, "store": dg.MetadataValue.path(str(out))}
@@ -216,9 +216,33 @@ def token_nll(
     return dg.MaterializeResult(metadata=meta, data_version=dg.DataVersion(version))
 
 
-def score_cell(context, spec, shard, out, storage: SigmapStorage, compute: ComputeResource) -> dict:
+#: The last model loaded in this process, reused by the next cell of the same model (an
+#: in-process run scores a model's cells one after another; one model held at a time).
+_LAST_MODEL: dict = {}
+
+
+def _loaded_model(spec, compute: ComputeResource, gguf_cache, fingerprint: str):
+    from sigmap_lib.nll import load_model
+
+    key = (fingerprint, spec.source, compute.device, compute.dtype, str(gguf_cache))
+    if _LAST_MODEL.get("key") != key:
+        _LAST_MODEL.clear()  # drop the previous model before loading the next
+        _LAST_MODEL["value"] = load_model(
+            spec.source,
+            device=compute.device,
+            dtype=compute.dtype,
+            revision=spec.revision,
+            gguf_cache=gguf_cache,
+        )
+        _LAST_MODEL["key"] = key
+    return _LAST_MODEL["value"]
+
+
+def score_cell(
+    context, spec, shard, out, storage: SigmapStorage, compute: ComputeResource, fingerprint: str
+) -> dict:
     """Load the model and score the shard's pending blocks into the cell's store."""
-    from sigmap_lib.nll import load_model, score_corpus
+    from sigmap_lib.nll import score_corpus
 
     if compute.threads:
         import torch
@@ -233,13 +257,7 @@ def score_cell(context, spec, shard, out, storage: SigmapStorage, compute: Compu
                 f"{spec.id}: storage root {storage.root} is not local; the GGUF file is "
                 "dequantized in memory (no cache)"
             )
-    model, tokenizer = load_model(
-        spec.source,
-        device=compute.device,
-        dtype=compute.dtype,
-        revision=spec.revision,
-        gguf_cache=gguf_cache,
-    )
+    model, tokenizer = _loaded_model(spec, compute, gguf_cache, fingerprint)
 
     def progress(p: dict) -> None:  # score_corpus reports one dict per committed block
         total = p["shards_done"] + p["shards_pending"]
@@ -313,8 +331,9 @@ def nll_ranks(
 
 
 class CoverageConfig(dg.Config):
-    min_models: int = 3
-    """Fewest models the aggregates use (rank correlations over fewer mean nothing)."""
+    min_models: int = 0
+    """Fewest models the aggregates use (rank correlations over fewer mean nothing); 0 = the
+    world's minimum (``settings.yaml`` ``minimums: {coverage_models: N}``, default 3)."""
 
 
 @dg.asset(
@@ -352,10 +371,11 @@ def rank_coverage(
         else (s["key"], s["n_units"], [])
         for s in plan
     ]
-    cov = select_coverage(shards, keys, min_models=config.min_models)
+    min_models = config.min_models or world.minimums().coverage_models
+    cov = select_coverage(shards, keys, min_models=min_models)
     if not cov.models:
         raise dg.Failure(
-            f"no shard has >= {config.min_models} models with complete NLL "
+            f"no shard has >= {min_models} models with complete NLL "
             f"({sum(len(c) for _, _, c in shards)} complete cells over {len(plan)} shards): "
             "materialize token_nll cells and nll_ranks first"
         )

@@ -1,0 +1,62 @@
+"""A small world (4 models) runs end to end through `sigmap demo --world` when its minimums
+are set in settings.yaml (issue #17): stages that cannot run are skipped with their reason,
+the run exits 0 and prints its summary; a wrong minimum is one clear error."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _sigmap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "SIGMAP_PROGRESS": "0"}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    return subprocess.run(
+        [sys.executable, "-m", "sigmap_assets.cli", "--storage", str(tmp_path / "storage"), *args],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+
+@pytest.fixture
+def small_world(tmp_path: Path) -> Path:
+    from sigmap_lib.worlds import make_synthetic_world
+
+    root = tmp_path / "world"
+    make_synthetic_world(
+        root, n_models=4, n_units=2000, n_functions=2, n_benchmarks=4,
+        planted_per_function=3, n_items=20, seed=2,
+    )  # fmt: skip
+    return root
+
+
+@pytest.mark.slow
+def test_four_model_world_runs_with_its_minimums_and_exits_0(
+    tmp_path: Path, small_world: Path
+) -> None:
+    # without the setting: one error naming the file, the minimum and the fix; nothing runs
+    out = _sigmap(tmp_path, "demo", "--world", str(small_world))
+    assert out.returncode == 1
+    assert "min_models=5" in out.stderr and "scores.csv" in out.stderr
+    (small_world / "settings.yaml").write_text(yaml.safe_dump({"minimums": {"score_models": 3}}))
+    out = _sigmap(tmp_path, "demo", "--world", str(small_world))
+    assert out.returncode == 0, out.stderr[-4000:]
+    assert "Done in" in out.stderr and "HTML report" in out.stderr
+    assert (tmp_path / "storage" / "reports" / "overlap_report.html").exists()
+    # `sigmap run` on the configured world: nothing new, still exit 0 with the summary
+    again = _sigmap(tmp_path, "run")
+    assert again.returncode == 0 and "Done in" in again.stderr
+
+
+def test_a_wrong_minimum_on_the_command_line_is_one_clear_error(
+    tmp_path: Path, small_world: Path
+) -> None:
+    out = _sigmap(tmp_path, "demo", "--world", str(small_world), "--minimum", "score_model=3")
+    assert out.returncode == 2
+    assert "unknown key 'score_model'" in out.stderr and "score_models" in out.stderr
