@@ -213,6 +213,19 @@ def _preflight_before_run(root: Path) -> bool:
     return True
 
 
+def cmd_init_world(args: argparse.Namespace) -> int:
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.worlds import init_world
+
+    try:
+        root = init_world(args.path, tiny_models=not args.no_tiny_models)
+    except SigmapInputError as exc:
+        print(f"sigmap: {exc}", file=sys.stderr)
+        return 1
+    print(f"wrote {root} (see {root / 'README.md'}); run: sigmap demo --world {root}")
+    return 0
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from sigmap_lib.worlds import preflight_world
 
@@ -333,6 +346,12 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="materialize everything missing or stale on the configured world"
     )
     r.set_defaults(func=cmd_demo, world=None, quick=False, minimum=None)
+    iw = sub.add_parser(
+        "init-world", help="write a small complete example world to start from (docs/OWN_WORLD.md)"
+    )
+    iw.add_argument("path", help="the new world folder")
+    iw.add_argument("--no-tiny-models", action="store_true", help="skip the two tiny real models")
+    iw.set_defaults(func=cmd_init_world)
     c = sub.add_parser("check", help="validate a world (models, scores, catalog, items) before any "
                        "compute; exit 1 on errors")  # fmt: skip
     c.add_argument("--world", help="zoo, synthetic or a world folder (default: the configured "

@@ -2,6 +2,7 @@
 transformers, the embedded zoo, and the layout check of a user's world folder.
 """
 
+from ._example import init_world
 from ._layout import (
     WorldLayout,
     check_world,
@@ -36,6 +37,7 @@ __all__ = [
     "WorldProblem",
     "build_causal_lm",
     "check_world",
+    "init_world",
     "make_synthetic_world",
     "planted_recovery",
     "preflight_world",

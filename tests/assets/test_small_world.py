@@ -60,3 +60,18 @@ def test_a_wrong_minimum_on_the_command_line_is_one_clear_error(
     out = _sigmap(tmp_path, "demo", "--world", str(small_world), "--minimum", "score_model=3")
     assert out.returncode == 2
     assert "unknown key 'score_model'" in out.stderr and "score_models" in out.stderr
+
+
+@pytest.mark.slow
+def test_init_world_writes_an_example_that_sigmap_demo_runs(tmp_path: Path) -> None:
+    out = _sigmap(tmp_path, "init-world", str(tmp_path / "mine"))
+    assert out.returncode == 0, out.stderr
+    root = tmp_path / "mine"
+    assert (root / "models" / "tiny-gpt2" / "model.safetensors").exists()
+    assert _sigmap(tmp_path, "init-world", str(root)).returncode == 1  # never overwritten
+    check = _sigmap(tmp_path, "check", "--world", str(root))
+    assert check.returncode == 0 and "0 error(s)" in check.stdout
+    run = _sigmap(tmp_path, "demo", "--world", str(root))
+    assert run.returncode == 0, run.stderr[-4000:]
+    cov = yaml.safe_load((tmp_path / "storage" / "ranks" / "CURRENT").read_text())
+    assert "local__tiny-gpt2" in cov["models"]  # scored here, from its safetensors
