@@ -36,9 +36,9 @@ def _roots(memory_root: str, tmp_path: Path) -> list[str]:
 def test_memory_root_paths_are_upaths(memory_root, monkeypatch):
     storage = SigmapStorage(root=memory_root)
     assert not storage.is_local
-    p = storage.layout.nll_array("0123456789abcdef", "EleutherAI__pythia-160m")
+    p = storage.layout.nll_cell("zoo.jsonl.d0.0123456789abcdef", "EleutherAI__pythia-160m", "fp01")
     assert isinstance(p, UPath) and p.protocol == "memory"
-    assert str(p).endswith("/nll/0123456789ab/EleutherAI__pythia-160m")
+    assert str(p).endswith("/nll/shards/zoo.jsonl.d0.0123456789abcdef/EleutherAI__pythia-160m/fp01")
     with pytest.raises(ValueError, match="not local"):
         storage.layout.plots_dir()
     monkeypatch.setenv("SIGMAP_STORAGE", memory_root)
@@ -81,7 +81,7 @@ def test_parquet_and_zarr_roundtrip_through_one_code_path(memory_root, tmp_path,
 
     rng = np.random.default_rng(0)
     values = rng.random(1000, dtype=np.float32)
-    arr_path = storage.layout.nll_array("fp", "m1")
+    arr_path = storage.layout.nll_cell("s0", "m1", "fp")
     arr = zarr.create_array(_zarr_store(arr_path), shape=(1000,), chunks=(256,), dtype="float32",
                             fill_value=np.nan, zarr_format=3)  # fmt: skip
     arr[:] = values
@@ -96,10 +96,10 @@ def test_parquet_and_zarr_roundtrip_through_one_code_path(memory_root, tmp_path,
 def test_zarr_url_form_reads_what_the_store_wrote(memory_root):
     """zarr.open_array("memory://...") (the URL form users type) sees the same array."""
     storage = SigmapStorage(root=memory_root)
-    arr_path = storage.layout.rank_store("r1")
+    arr_path = storage.layout.shard_ranks("s0", "r1")
     arr = zarr.create_array(_zarr_store(arr_path), shape=(4, 3), chunks=(2, 3), dtype="uint16")
     arr[:] = np.arange(12, dtype=np.uint16).reshape(4, 3)
-    url = f"{memory_root}/ranks/r1"
+    url = f"{memory_root}/ranks/shards/s0/r1"
     via_url = zarr.open_array(url, mode="r")
     np.testing.assert_array_equal(via_url[:], np.arange(12).reshape(4, 3))
 
@@ -109,7 +109,7 @@ def test_nll_store_shard_roundtrip_and_verify(memory_root, tmp_path, which):
     store_mod = pytest.importorskip("sigmap_lib.nll._store")
     root = _roots(memory_root, tmp_path)[0 if which == "memory" else 1]
     storage = SigmapStorage(root=root)
-    path = storage.layout.nll_array("f" * 64, "m1")
+    path = storage.layout.nll_cell("s0", "m1", "f" * 16)
     bounds = [(0, 300), (300, 700), (700, 1000)]
     store = store_mod.NLLStore.create_or_open(str(path), 1000, bounds, "f" * 64, chunk_units=256)
     rng = np.random.default_rng(1)
