@@ -87,7 +87,19 @@ def file_sha256(path: str | Path, cache: dict[str, Any] | None = None) -> str:
 
 def files_stamp(files: Sequence[str | Path]) -> str:
     """A cheap identity of files (names, sizes, modification times; nothing is read): what a
-    sensor compares to notice that a model changed."""
+    sensor compares to notice that a model changed.
+
+    Examples
+    --------
+    >>> import os
+    >>> from pathlib import Path
+    >>> from sigmap_lib.nll import files_stamp
+    >>> _ = Path("w.bin").write_bytes(b"abc")
+    >>> a = files_stamp(["w.bin"])
+    >>> os.utime("w.bin", ns=(0, 10**9))  # touched (e.g. rewritten in place)
+    >>> a == files_stamp(["w.bin"]), len(a)
+    (False, 16)
+    """
     h = hashlib.sha256()
     for f in files:
         st = os.stat(f)
