@@ -6,6 +6,12 @@ from ._findings import (
     domain_shares,
     matching_domain_summary,
 )
+from ._honest import (
+    honest_sections,
+    model_table,
+    signature_resolution,
+    skip_reasons,
+)
 from ._html import (
     Section,
     markdown_table,
@@ -19,6 +25,7 @@ from ._metabench_plots import (
 from ._overlap_report import (
     build_overlap_report,
     level_analyses,
+    not_testable_reason,
 )
 from ._plots import (
     correlation_histogram,
@@ -27,7 +34,7 @@ from ._plots import (
     level_distributions,
     scatter_true_vs_pred,
 )
-from ._signatures import null_threshold_plot, signature_sections
+from ._signatures import null_threshold_plot, signature_rows, signature_sections
 from ._truth import truth_sections
 
 __all__ = [
@@ -37,16 +44,22 @@ __all__ = [
     "dendrogram",
     "domain_shares",
     "heatmap",
+    "honest_sections",
     "level_analyses",
     "level_distributions",
     "markdown_table",
     "matching_domain_summary",
+    "model_table",
+    "not_testable_reason",
     "null_threshold_plot",
     "plot_reconstruction",
     "plot_scored_models",
     "plot_test_information",
     "render_html_report",
     "scatter_true_vs_pred",
+    "signature_resolution",
+    "signature_rows",
     "signature_sections",
+    "skip_reasons",
     "truth_sections",
 ]

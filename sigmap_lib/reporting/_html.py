@@ -207,6 +207,7 @@ table{border-collapse:collapse;margin:1em 0;font-size:0.88em}caption{text-align:
 th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f2f2f2}
 td:first-child,th:first-child{text-align:left}figure{margin:1em 0}img{max-width:100%}
 figcaption{font-size:.9em;color:#555}code{background:#f4f4f4;padding:0 3px}.note{font-size:.85em;color:#666}
+.banner{border:2px solid #b00;background:#fff0f0;padding:.6em 1em;margin:1em 0;font-weight:500}
 """
 
 
@@ -217,6 +218,7 @@ def render_html_report(
     title: str = "sigmap report",
     intro: str = "",
     max_table_rows: int = 200,
+    banner: str | None = None,
 ) -> Path:
     """Write a self-contained HTML report.
 
@@ -230,6 +232,8 @@ def render_html_report(
         Page title and markdown-ish text before the sections.
     max_table_rows : int
         Rows shown per table.
+    banner : str, optional
+        A warning shown prominently above everything else (``<div class="banner">``).
 
     Returns
     -------
@@ -249,6 +253,9 @@ def render_html_report(
     >>> page = path.read_text()  # one self-contained file
     >>> "<strong>not</strong>" in page, "<td>71.5</td>" in page
     (True, True)
+    >>> page = render_html_report(sections, "report.html", banner="Too few models.").read_text()
+    >>> '<div class="banner" role="alert">' in page
+    True
     """
     parts = [
         "<!DOCTYPE html>",
@@ -256,6 +263,8 @@ def render_html_report(
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
         f"<h1>{html.escape(title)}</h1>",
     ]
+    if banner:
+        parts.append(f'<div class="banner" role="alert">{text_to_html(banner)}</div>')
     if intro:
         parts.append(text_to_html(intro))
     for k, sec in enumerate(sections):

@@ -65,12 +65,53 @@ def level_analyses(matrix: Any, meta: Mapping[str, Mapping[str, str]]) -> dict[s
     return out
 
 
+def not_testable_reason(test: Mapping[str, Any]) -> str | None:
+    """Why a same-group vs cross-group test has nothing to compare, or None when it has.
+
+    Parameters
+    ----------
+    test : mapping
+        A result of :func:`sigmap_lib.overlap.group_test` (``by``, ``n_same``, ``n_cross``,
+        ``p``).
+
+    Returns
+    -------
+    str or None
+        ``"no finite pairs"``, ``"all benchmarks share one <by>"`` (no cross-group pair),
+        ``"no two benchmarks share a <by>"`` (no same-group pair), ``"no finite <by>
+        p-value"``, or None.
+
+    Examples
+    --------
+    >>> from sigmap_lib.reporting import not_testable_reason
+    >>> not_testable_reason({"by": "format", "n_same": 6, "n_cross": 0, "p": float("nan")})
+    'all benchmarks share one format'
+    >>> not_testable_reason({"by": "family", "n_same": 2, "n_cross": 4, "p": 0.1}) is None
+    True
+    """
+    by = test.get("by", "group")
+    if int(test.get("n_cross", 0)) == 0 and int(test.get("n_same", 0)) == 0:
+        return "no finite pairs"
+    if int(test.get("n_cross", 0)) == 0:
+        return f"all benchmarks share one {by}"
+    if int(test.get("n_same", 0)) == 0:
+        return f"no two benchmarks share a {by}"
+    p = test.get("p")
+    if p is None or not np.isfinite(float(p)):
+        return f"no finite {by} p-value"
+    return None
+
+
 def _claims(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
     lines = []
     for by in ("format", "family"):
         parts = []
         for level, res in results.items():
             t = res[by]
+            why = not_testable_reason(t)
+            if why:
+                parts.append(f"{level}: not testable ({why})")
+                continue
             parts.append(
                 f"{level}: r_rb={_fmt(t['rank_biserial'])}, p={_fmt(t['p'])} "
                 f"(same {_fmt(t['median_same'])} vs cross {_fmt(t['median_cross'])})"
@@ -78,30 +119,47 @@ def _claims(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
         lines.append(f"- Same-{by} vs cross-{by} (Mann–Whitney): " + "; ".join(parts) + ".")
     perf, sig = results.get("performance"), results.get("signature")
     if perf and sig:
-        conf_perf = any(
-            perf[b]["p"] < 0.05 and perf[b]["rank_biserial"] > 0 for b in ("format", "family")
-        )
-        conf_sig = any(
-            sig[b]["p"] < 0.05 and sig[b]["rank_biserial"] > 0 for b in ("format", "family")
-        )
-        verdict = {
-            (
-                True,
-                False,
-            ): "holds here: the performance level is inflated by shared format/family, the signature level is not",
-            (
-                True,
-                True,
-            ): "does not hold here: both the performance and the signature level are inflated by shared format/family",
-            (
-                False,
-                False,
-            ): "cannot be confirmed here: neither level shows a significant format/family inflation",
-            (
-                False,
-                True,
-            ): "is reversed here: the signature level shows a format/family inflation the performance level does not",
-        }[(conf_perf, conf_sig)]
+        testable = [
+            b
+            for b in ("format", "family")
+            if not_testable_reason(perf[b]) is None and not_testable_reason(sig[b]) is None
+        ]
+        untestable = {
+            b: not_testable_reason(perf[b]) or not_testable_reason(sig[b])
+            for b in ("format", "family")
+            if b not in testable
+        }
+        conf_perf = any(perf[b]["p"] < 0.05 and perf[b]["rank_biserial"] > 0 for b in testable)
+        conf_sig = any(sig[b]["p"] < 0.05 and sig[b]["rank_biserial"] > 0 for b in testable)
+        if not testable:
+            verdict = "is not testable here: " + "; ".join(
+                f"{b}: {why}" for b, why in untestable.items()
+            )
+        else:
+            verdict = {
+                (
+                    True,
+                    False,
+                ): "holds here: the performance level is inflated by shared format/family, the signature level is not",
+                (
+                    True,
+                    True,
+                ): "does not hold here: both the performance and the signature level are inflated by shared format/family",
+                (
+                    False,
+                    False,
+                ): "cannot be confirmed here: neither level shows a significant format/family inflation",
+                (
+                    False,
+                    True,
+                ): "is reversed here: the signature level shows a format/family inflation the performance level does not",
+            }[(conf_perf, conf_sig)]
+            if untestable:
+                verdict += (
+                    " ("
+                    + "; ".join(f"{b}: not testable, {why}" for b, why in untestable.items())
+                    + ")"
+                )
         lines.append(
             f"- The paper's confound claim {verdict} (α = 0.05, one-sided reading of two-sided tests)."
         )
@@ -150,6 +208,7 @@ def build_overlap_report(
     robustness: Sequence[Any] = (),
     alignment: Mapping[str, Any] | None = None,
     extra_sections: Sequence[Any] = (),
+    lead_sections: Sequence[Any] = (),
 ) -> tuple[list[Any], dict[str, Any]]:
     """Run the analyses of every level and lay them out as report sections.
 
@@ -162,13 +221,15 @@ def build_overlap_report(
     robustness : :class:`sigmap_lib.overlap.Variant` objects.
     alignment : result of :func:`sigmap_lib.overlap.signature_content_alignment`.
     extra_sections : further :class:`sigmap_lib.reporting.Section` objects (appended).
+    lead_sections : sections placed right after the findings (e.g. :func:`honest_sections`).
 
     Returns
     -------
     sections : list of Section
     summary : dict
         JSON-able: per level the tests, spread and function means; the claims as text;
-        the robustness agreements; the alignment per function.
+        the robustness agreements; the alignment per function; ``not_testable``: per level
+        the family / format tests with nothing to compare and why.
 
     Examples
     --------
@@ -194,8 +255,12 @@ def build_overlap_report(
     plots_dir = Path(plots_dir)
     results = {lv: level_analyses(levels[lv], meta) for lv in LEVELS if lv in levels}
     claims = _claims(results)
-    sections = [Section("Findings", "\n".join(claims))]
+    sections = [Section("Findings", "\n".join(claims)), *lead_sections]
     summary: dict[str, Any] = {"claims": claims, "levels": {}}
+    summary["not_testable"] = {
+        lv: {by: why for by in ("family", "format") if (why := not_testable_reason(res[by]))}
+        for lv, res in results.items()
+    }
     dist = level_distributions(
         {lv: levels[lv] for lv in results},
         plots_dir / "overlap_levels.png",

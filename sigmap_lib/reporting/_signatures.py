@@ -47,6 +47,96 @@ def null_threshold_plot(
     return save_png(fig, path)
 
 
+def _finite(v: Any) -> float | None:
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return f if np.isfinite(f) else None
+
+
+def signature_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per benchmark: method, units, models, the max-T test, LOO R² and whether a
+    signature at α was attainable at all (:func:`signature_resolution`).
+
+    Parameters
+    ----------
+    summaries : mapping
+        Benchmark -> ``Signature.summary()`` (as stored; a ``"skipped"`` one gives a row
+        with its reason).
+
+    Returns
+    -------
+    list of dict
+        Keys ``benchmark, method, units, significant`` (units with adjusted p < α; None
+        without a calibration), ``models, threshold, observed max, p (global), P, LOO R²,
+        attainable, note``. ``LOO R²`` is None where the method did not compute it;
+        ``attainable`` is None without a calibration.
+
+    Examples
+    --------
+    >>> from sigmap_lib.reporting import signature_rows
+    >>> cal = {"n_permutations": 199, "threshold": 0.9, "observed_max": 0.95, "alpha": 0.05,
+    ...        "p_value": 0.005, "n_models": 4, "n_units": 400, "reason": None}
+    >>> [row] = signature_rows({"arc": {"method": "aic", "units": [3, 9], "n_models": 4,
+    ...                                 "loo_r2": 0.41, "calibration": cal}})
+    >>> row["units"], row["LOO R²"], row["attainable"]
+    (2, 0.41, False)
+    >>> row["note"]
+    'no signature attainable at α = 0.05: m = 4 < 5 models'
+    """
+    from sigmap_lib.reporting._honest import signature_resolution
+
+    rows = []
+    for bm, s in summaries.items():
+        if "skipped" in s:
+            rows.append(
+                {"benchmark": bm, "method": None, "units": 0, "note": f"skipped: {s['skipped']}"}
+            )
+            continue
+        cal = s.get("calibration") or {}
+        n = len(s.get("units", []))
+        m = cal.get("n_models", s.get("n_models"))
+        d, alpha, p = cal.get("n_units"), cal.get("alpha"), cal.get("n_permutations")
+        attainable, note = None, ""
+        if m is not None and p is not None:
+            res = signature_resolution(
+                int(m), int(p), float(alpha or 0.05), two_sided=cal.get("two_sided", True)
+            )
+            attainable = res["possible"]
+            if not attainable:
+                why = []
+                if "models" in res["limited_by"]:
+                    why.append(f"m = {m} < {res['min_models']} models")
+                if "permutations" in res["limited_by"]:
+                    why.append(f"P = {p} < {res['min_permutations']} permutations")
+                note = f"no signature attainable at α = {res['alpha']:g}: " + ", ".join(why)
+        if not n:
+            empty = f"no signature above chance at m = {m}, d = {d}, α = {alpha}"
+            note = f"{empty}; {note}" if note else empty
+        rows.append(
+            {
+                "benchmark": bm,
+                "method": s.get("method"),
+                "units": n,
+                "significant": sum(
+                    1 for v in cal.get("adjusted_p") or [] if v is not None and v < (alpha or 0.05)
+                )
+                if cal
+                else None,
+                "models": m,
+                "threshold": cal.get("threshold"),
+                "observed max": cal.get("observed_max"),
+                "p (global)": cal.get("p_value"),
+                "P": p,
+                "LOO R²": _finite(s.get("loo_r2")),
+                "attainable": attainable,
+                "note": note,
+            }
+        )
+    return rows
+
+
 def signature_sections(
     summaries: Mapping[str, Mapping[str, Any]],
     units: Mapping[str, Sequence[Mapping[str, Any]]],
@@ -78,38 +168,28 @@ def signature_sections(
     >>> sec.title, "no signature above chance" in sec.text
     ('Signatures', True)
     """
-    rows, tables, images = [], [], []
-    for bm, s in summaries.items():
+    rows, tables, images = signature_rows(summaries), [], []
+    for row, (bm, s) in zip(rows, summaries.items()):
         cal = s.get("calibration") or {}
-        n = len(s.get("units", []))
-        m, d, alpha = cal.get("n_models"), cal.get("n_units"), cal.get("alpha")
-        rows.append(
-            {
-                "benchmark": bm,
-                "method": s.get("method"),
-                "units": n,
-                "threshold": cal.get("threshold"),
-                "observed max": cal.get("observed_max"),
-                "P": cal.get("n_permutations"),
-                "note": "" if n else f"no signature above chance at m = {m}, d = {d}, α = {alpha}",
-            }
-        )
+        n = row["units"]
         if n:
-            tables.append(
-                (
-                    f"{bm}: signature units in context",
-                    [
-                        {
-                            "#": u["order"],
-                            "left context": "…" + str(u["left_context"])[-50:],
-                            "unit": str(u["text"]),
-                            "statistic": u["statistic"],
-                            "adjusted p": u["adjusted_p"],
-                        }
-                        for u in list(units.get(bm, []))[:max_units]
-                    ],
-                )
-            )
+            shown = []
+            for u in list(units.get(bm, []))[:max_units]:
+                r = {
+                    "#": u.get("order"),
+                    "left context": "…" + str(u.get("left_context", ""))[-50:],
+                    "unit": str(u.get("text", "")),
+                    "statistic": u.get("statistic"),
+                    "adjusted p": u.get("adjusted_p"),
+                }
+                for key, col in (("coef", "coef"), ("bootstrap_freq", "bootstrap freq")):
+                    if _finite(u.get(key)) is not None:
+                        r[col] = u[key]
+                shown.append(r)
+            loo = row.get("LOO R²")
+            cap = f"{bm}: signature units in context ({row['method']}, {n} units"
+            cap += f", LOO R² {loo:.3g})" if loo is not None else ", LOO R² not computed)"
+            tables.append((cap, shown))
         if cal.get("null_max") and cal.get("threshold") is not None:
             png = null_threshold_plot(
                 [v for v in cal["null_max"] if v is not None],
@@ -120,10 +200,18 @@ def signature_sections(
             )
             images.append((bm, png))
     empty = [r["benchmark"] for r in rows if r["units"] == 0]
+    sig = [r for r in rows if r.get("significant")]
     text = (
-        f"{len(rows) - len(empty)} of {len(rows)} benchmarks have a signature above chance "
-        "(max-T permutation test, family-wise error ≤ α over all units)."
+        f"{len(rows) - len(empty)} of {len(rows)} benchmarks have a non-empty signature; "
+        f"{len(sig)} have a signature above chance (units with max-T adjusted p < α, "
+        "family-wise error ≤ α over all units)."
     )
+    blocked = [r["benchmark"] for r in rows if r.get("attainable") is False]
+    if blocked:
+        text += (
+            f" For {len(blocked)} of them no signature at α was attainable at all with these "
+            "m and P (column *attainable*): their units, if any, are not significant."
+        )
     for r in rows:
         if r["units"] == 0:
             text += f" {r['benchmark']}: {r['note']}."

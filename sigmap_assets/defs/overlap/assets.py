@@ -334,6 +334,65 @@ def signature_overlap(
     )
 
 
+def honest_inputs(
+    storage: SigmapStorage, world: WorldResource, keys: list[str], inputs: SignatureInputs, levels
+) -> dict:
+    """The plain data of the report's models / skips / resolution sections (read only)."""
+    from sigmap_lib.inputs import read_registry
+
+    info = inputs.info
+    raw = dict(zip(info.get("models", []), info.get("raw_ids", [])))
+    try:
+        specs = read_registry(world.file("models.yaml"))
+    except Exception:  # no readable registry: list the models the data know
+        specs = []
+    by_key = {s.key: s.id for s in specs} | raw
+    long = scores_long(storage) if storage.layout.scores_table().exists() else None
+    scores: dict[str, dict[str, float]] = {}
+    for r in long.to_dicts() if long is not None else []:
+        if r.get("benchmark_key") is not None:
+            scores.setdefault(r["model"], {})[r["benchmark_key"]] = r["score"]
+    cov = info.get("coverage") or {}
+
+    def load(path):
+        return read_json(path) if path.exists() else None
+
+    signatures = {k: load(storage.layout.signature_summary(k)) for k in keys}
+    cals = [s.get("calibration") or {} for s in signatures.values() if s and "skipped" not in s]
+    cals = [c for c in cals if c.get("n_models") is not None]
+    models = info.get("models", [])
+    return {
+        "registry": [s.id for s in specs],
+        "used": [raw[k] for k in models],
+        "bpb": (
+            [float(v) for v in inputs.ranks.bpb_mean] if inputs.ranks is not None else [],
+            [float(v) for v in inputs.ranks.bpb_sd] if inputs.ranks is not None else [],
+        ),
+        "scores": scores,
+        "partial_nll": [by_key.get(k, k) for k in cov.get("excluded_models", [])],
+        "scored": sorted({b for v in scores.values() for b in v}),
+        "screening": {
+            k: v for k in keys if (v := load(storage.layout.screening_summary(k))) is not None
+        },
+        "signatures": {k: v for k, v in signatures.items() if v is not None},
+        "current_ranks": info.get("dir"),
+        "levels": {
+            lv: None
+            if lv in levels
+            else (
+                f"needs >= 2 current signatures, found {len(inputs.signatures)}"
+                if lv == "signature"
+                else f"{lv}_overlap not materialized"
+            )
+            for lv in ("semantic", "performance", "signature")
+        },
+        "n_models": max((int(c["n_models"]) for c in cals), default=len(models)),
+        "n_permutations": max((int(c.get("n_permutations") or 0) for c in cals), default=0),
+        "alpha": max((float(c.get("alpha") or 0.05) for c in cals), default=0.05),
+        "n_units": (cov.get("n_units") or None),
+    }
+
+
 class ReportConfig(dg.Config):
     robustness: bool = True
     """Recompute the signature level with pre-select, corpus halves, model subsets, bic/ebic."""
@@ -360,8 +419,13 @@ def overlap_report(
     world's truth-based findings — as a self-contained HTML report and UI metadata."""
     from sigmap_lib.reporting import (
         build_overlap_report,
+        honest_sections,
+        model_table,
         render_html_report,
+        signature_resolution,
+        signature_rows,
         signature_sections,
+        skip_reasons,
         truth_sections,
     )
 
@@ -428,6 +492,29 @@ def overlap_report(
         np.asarray(corpus.unit_doc) if corpus is not None else np.zeros(0, np.int64),
         corpus.doc_ids if corpus is not None else None,
     )
+    h = honest_inputs(storage, world, catalog["key"].to_list(), inputs, levels)
+    resolution = signature_resolution(
+        h["n_models"], h["n_permutations"], h["alpha"], n_units=h["n_units"]
+    )
+    lead, honest = honest_sections(
+        model_table(
+            h["registry"],
+            h["used"],
+            *h["bpb"],
+            h["scores"],
+            catalog["key"].to_list(),
+            partial_nll=h["partial_nll"],
+        ),
+        skip_reasons(
+            catalog["key"].to_list(),
+            scored=h["scored"],
+            screening=h["screening"],
+            signatures=h["signatures"],
+            current_ranks=h["current_ranks"],
+            levels=h["levels"],
+        ),
+        resolution,
+    )
     sections, summary = build_overlap_report(
         levels,
         meta,
@@ -435,14 +522,18 @@ def overlap_report(
         robustness=robustness,
         alignment=alignment,
         extra_sections=sig_sections + extra,
+        lead_sections=lead,
     )
     summary.update(truth_summary)
     summary["no_signature"] = inputs.no_signature
+    summary.update(honest)
+    summary["signatures"] = signature_rows(h["signatures"])
     html = render_html_report(
         sections,
         storage.layout.report("overlap_report.html"),
         title="sigmap — benchmark overlap report",
         intro=f"{len(meta)} benchmarks, {len(inputs.info['models'])} models with NLL, levels: {', '.join(levels)}.",
+        banner=resolution["banner"],
     )
     write_json(summary, storage.layout.report("overlap_summary.json"))
     images = "\n\n".join(
@@ -461,6 +552,18 @@ def overlap_report(
             "report": dg.MetadataValue.path(str(html)),
             "findings": dg.MetadataValue.md("\n".join(summary["claims"])),
             "robustness": dg.MetadataValue.md(md_table(summary.get("robustness", []))),
+            "signature_resolution": dg.MetadataValue.md(
+                (f"**{resolution['banner']}**\n\n" if resolution["banner"] else "")
+                + resolution["rule"]
+            ),
+            "models": dg.MetadataValue.md(
+                md_table(
+                    honest["models"],
+                    columns=["model", "status", "reason", "bpb_mean", "bpb_sd", "n_scores"],
+                    max_rows=64,
+                )
+            ),
+            "skipped": dg.MetadataValue.md(md_table(honest["skipped"], max_rows=64)),
             "plots": dg.MetadataValue.md(images),
             "summary": dg.MetadataValue.json(json_safe(summary)),
         }
