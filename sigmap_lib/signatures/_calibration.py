@@ -33,7 +33,8 @@ score, like the screening; ``m = |S|``, codes re-ranked within ``S``):
    ``T_obs = max_j |ρ_jb|``; the **signature** is every unit with ``|ρ| > t``, strongest
    first (ties: smaller unit index), each with its adjusted p-value
    ``(1 + #{T*_p ≥ |ρ_j|}) / (P + 1)``. An empty signature is a result. Any unit can only
-   pass when ``P ≥ 1/α − 1`` (otherwise ``t`` is the largest of the ``P + 1`` maxima).
+   pass when ``P ≥ 1/α`` (P ≥ 20 at α = 0.05; otherwise ``t`` is the largest of the ``P + 1``
+   maxima).
 
 Method ``"calibrated-marginal"``: the same test on the normalized Thrush correlation
 (:func:`sigmap_lib.signatures.thrush_correlation`, no ``ĝ``); its permutations permute the
