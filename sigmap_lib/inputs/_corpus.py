@@ -35,7 +35,7 @@ import hashlib
 import json
 import os
 import shutil
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -100,16 +100,35 @@ def _read_txt(path: Path, rel: str, pattern: str | None) -> list[Document]:
     return [Document(rel, rel, check_text(text, str(path), pattern))]
 
 
-def _read_jsonl(path: Path, rel: str, pattern: str | None) -> list[Document]:
-    docs: list[Document] = []
+def jsonl_documents(path: Path, rel: str, pattern: str | None) -> Iterator[tuple[Document, int]]:
+    """``(document, line number)`` of a ``.jsonl`` corpus file, streaming, validated."""
     for lineno, obj in iter_jsonl(path):
         where = f"{path}:{lineno}"
         if "text" not in obj:
             raise SigmapInputError(f"{where}: missing field 'text'")
         doc_id = obj.get("id")
         doc_id = f"{rel}:{lineno}" if doc_id is None else str(doc_id)
-        docs.append(Document(doc_id, f"{rel}:{lineno}", check_text(obj["text"], where, pattern)))
-    return docs
+        yield Document(doc_id, f"{rel}:{lineno}", check_text(obj["text"], where, pattern)), lineno
+
+
+def _read_jsonl(path: Path, rel: str, pattern: str | None) -> list[Document]:
+    return [d for d, _ in jsonl_documents(path, rel, pattern)]
+
+
+def open_manifest(path: str | Path, fmt: str, what: str) -> tuple[Path, dict[str, Any]]:
+    """``(folder, manifest)`` of a store folder whose ``manifest.json`` has format ``fmt``;
+    ``SigmapInputError`` naming ``what`` and the folder when it is absent, corrupt or other."""
+    p = Path(path)
+    mf = p / "manifest.json"
+    if not mf.exists():
+        raise SigmapInputError(f"{what} {p}: no manifest.json (missing or incomplete store)")
+    try:
+        manifest = json.loads(mf.read_text())
+    except json.JSONDecodeError as exc:
+        raise SigmapInputError(f"{what} {p}: corrupt manifest.json ({exc})") from exc
+    if manifest.get("format") != fmt:
+        raise SigmapInputError(f"{what} {p}: unknown format {manifest.get('format')!r}")
+    return p, manifest
 
 
 def _read_parquet(path: Path, rel: str, pattern: str | None) -> list[Document]:
@@ -438,19 +457,7 @@ class CorpusStore:
     @classmethod
     def open(cls, path: str | Path) -> CorpusStore:
         """Open the store at ``path``; raises ``SigmapInputError`` if absent or incomplete."""
-        p = Path(path)
-        mf = p / "manifest.json"
-        if not mf.exists():
-            raise SigmapInputError(
-                f"corpus store {p}: no manifest.json (missing or incomplete store)"
-            )
-        try:
-            manifest = json.loads(mf.read_text())
-        except json.JSONDecodeError as exc:
-            raise SigmapInputError(f"corpus store {p}: corrupt manifest.json ({exc})") from exc
-        if manifest.get("format") != _FORMAT:
-            raise SigmapInputError(f"corpus store {p}: unknown format {manifest.get('format')!r}")
-        return cls(p, manifest)
+        return cls(*open_manifest(path, _FORMAT, "corpus store"))
 
     # ---- sizes / identity
     @property

@@ -15,7 +15,14 @@ import numpy as np
 from sigmap_lib._util import ConcatArray
 from sigmap_lib._util._atomic import atomic_dir
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._corpus import CorpusStore, Document, Shard, check_text, make_shards
+from sigmap_lib.inputs._corpus import (
+    CorpusStore,
+    Document,
+    Shard,
+    check_text,
+    make_shards,
+    open_manifest,
+)
 from sigmap_lib.inputs._segment import segment_units, unit_byte_spans
 from sigmap_lib.inputs._shards import (
     SHARD_FORMAT,
@@ -262,17 +269,7 @@ class ShardStore(CorpusStore):
     @classmethod
     def open(cls, path: str | Path) -> ShardStore:
         """Open the shard store at ``path``; raises ``SigmapInputError`` if absent."""
-        p = Path(path)
-        mf = p / "manifest.json"
-        if not mf.exists():
-            raise SigmapInputError(f"shard store {p}: no manifest.json (missing or incomplete)")
-        try:
-            manifest = json.loads(mf.read_text())
-        except json.JSONDecodeError as exc:
-            raise SigmapInputError(f"shard store {p}: corrupt manifest.json ({exc})") from exc
-        if manifest.get("format") != SHARD_FORMAT:
-            raise SigmapInputError(f"shard store {p}: unknown format {manifest.get('format')!r}")
-        return cls(p, manifest)
+        return cls(*open_manifest(path, SHARD_FORMAT, "shard store"))
 
     @property
     def spec(self) -> ShardSpec:

@@ -46,9 +46,14 @@ from typing import Any
 
 import numpy as np
 
-from sigmap_lib._util._tables import iter_jsonl
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._corpus import Document, check_text, corpus_files, decode_utf8
+from sigmap_lib.inputs._corpus import (
+    Document,
+    check_text,
+    corpus_files,
+    decode_utf8,
+    jsonl_documents,
+)
 from sigmap_lib.inputs._segment import DEFAULT_UNIT_PATTERN, segment_units
 
 SHARD_FORMAT = "sigmap-corpus-shard/1"
@@ -178,16 +183,7 @@ def iter_positioned(
         text = decode_utf8(p.read_bytes(), str(p))
         yield Document(rel, rel, check_text(text, str(p), pattern)), 1
     elif suffix == ".jsonl":
-        for lineno, obj in iter_jsonl(p):
-            where = f"{p}:{lineno}"
-            if "text" not in obj:
-                raise SigmapInputError(f"{where}: missing field 'text'")
-            doc_id = obj.get("id")
-            doc_id = f"{rel}:{lineno}" if doc_id is None else str(doc_id)
-            yield (
-                Document(doc_id, f"{rel}:{lineno}", check_text(obj["text"], where, pattern)),
-                lineno,
-            )
+        yield from jsonl_documents(p, rel, pattern)
     else:
         yield from iter_parquet(p, rel, pattern, 0, None)
 

@@ -77,17 +77,21 @@ def _nll_files(project: Project) -> dict[str, tuple[int, str]]:
     }
 
 
+def _first_run(project: Project, world: Path) -> tuple[list[str], list[str], dict]:
+    """The world's corpus as two files, run through the coverage: shards, cell runs, files."""
+    _split_corpus(world)
+    _runner(project).run(THROUGH_COVERAGE)
+    shards0 = project.keys("shards")
+    first = _cell_runs(project)
+    assert len(shards0) == 2 and len(first) == 24 and len(set(first)) == 24
+    return shards0, first, _nll_files(project)
+
+
 def test_adding_a_corpus_file_computes_nll_for_its_shard_only(
     project: Project, synthetic_world: Path
 ) -> None:
-    _split_corpus(synthetic_world)
-    _runner(project).run(THROUGH_COVERAGE)
-    shards0 = project.keys("shards")
+    shards0, first, before = _first_run(project, synthetic_world)
     models = project.keys("models")
-    assert len(shards0) == 2 and len(models) == 12
-    first = _cell_runs(project)
-    assert len(first) == 24 and len(set(first)) == 24
-    before = _nll_files(project)
 
     n_new = _add_file(synthetic_world, "zz_new.jsonl")
     _extend_nll(synthetic_world, n_new)
@@ -117,11 +121,7 @@ def test_adding_a_corpus_file_computes_nll_for_its_shard_only(
 def test_a_changed_file_recomputes_only_its_shards_and_old_values_never_mix(
     project: Project, synthetic_world: Path
 ) -> None:
-    _split_corpus(synthetic_world)
-    _runner(project).run(THROUGH_COVERAGE)
-    shards0 = project.keys("shards")
-    first = _cell_runs(project)
-    before = _nll_files(project)
+    shards0, first, before = _first_run(project, synthetic_world)
     # rewrite the second file (its last document changes: same unit count, other bytes)
     f2 = synthetic_world / "corpus" / "docs2.jsonl"
     lines = f2.read_text().splitlines()
