@@ -23,7 +23,10 @@ from ._fit import (
 )
 from ._joint import (
     JointFit,
+    RidgeJoint,
     fit_joint,
+    fit_joint_model,
+    gam_n_params,
 )
 from ._logs import (
     LogAnswers,
@@ -80,6 +83,7 @@ __all__ = [
     "MetabenchFit",
     "MetabenchScorer",
     "PoolIrt",
+    "RidgeJoint",
     "TaskRule",
     "TaskSpec",
     "answers_frame",
@@ -87,11 +91,13 @@ __all__ = [
     "export_items",
     "fit_benchmarks",
     "fit_joint",
+    "fit_joint_model",
     "fit_metabench",
     "fit_pool_irt",
     "fit_rules",
     "fit_tasks",
     "full_scores",
+    "gam_n_params",
     "information_filter",
     "item_statistics",
     "load_benchmark_fit",

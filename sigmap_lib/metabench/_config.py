@@ -35,6 +35,10 @@ class MetabenchConfig:
     The final reconstruction adds, by K-fold CV among ``score_covariates``, the reduced
     test's percent correct and linear predictor (``meta.R``'s ``.s`` and ``.l``), see
     :mod:`sigmap_lib.irt`; the θ-only RMSE is reported alongside.
+
+    ``joint_rows_per_param`` guards the joint models (:func:`fit_joint_model`): the additive
+    GAM on all k benchmarks' θ, with ``1 + k (gam_df - 1)`` coefficients, is used only with
+    at least this many training models per coefficient (else ridge on the θs).
     """
 
     test_frac: float = 0.1
@@ -62,6 +66,7 @@ class MetabenchConfig:
     lam_by_benchmark: dict[str, float] = field(default_factory=dict)
     min_items: int = 10
     gam_df: int = 20
+    joint_rows_per_param: float = 5.0
     score_covariates: tuple[str, ...] = DEFAULT_COVARIATE_SETS
     n_random_baseline: int = 5
 
@@ -93,6 +98,8 @@ class MetabenchConfig:
             )
         if not 0 < cfg.test_frac < 0.5 or not 0 < cfg.val_frac < 0.5:
             raise SigmapInputError("metabench config: test_frac and val_frac must be in (0, 0.5)")
+        if not cfg.joint_rows_per_param > 0:
+            raise SigmapInputError("metabench config: joint_rows_per_param must be > 0")
         if cfg.pool_size < cfg.min_items or cfg.n_quant < cfg.min_items:
             raise SigmapInputError("metabench config: pool_size and n_quant must be >= min_items")
         return cfg

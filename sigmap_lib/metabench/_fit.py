@@ -24,8 +24,10 @@ Pipeline (``../shared/data/metabench_irt/ALGORITHM.md``), per benchmark:
    ``score ~ s(θ)`` is fitted on train models and the test RMSE reported.
 
 Joint (:func:`fit_joint`): the union of selections; the grand score and every benchmark's
-score reconstructed from all benchmarks' θ jointly (additive GAM); one-factor analysis of
-the θs and the Spearman correlation of the factor score with the grand score.
+score reconstructed from all benchmarks' θ jointly (additive GAM, or ridge on the θs where
+the GAM is ill-posed: fewer than ``joint_rows_per_param`` training models per coefficient,
+see :func:`fit_joint_model`); one-factor analysis of the θs and the Spearman correlation
+of the factor score with the grand score.
 
 :func:`fit_metabench` runs everything; :func:`score_new_models` scores models that only
 answered the selected items. :class:`MetabenchFit` saves to / loads from a folder
@@ -51,7 +53,7 @@ from sigmap_lib.irt._reconstruction import (
 )
 from sigmap_lib.metabench._common import check_inputs, split_models
 from sigmap_lib.metabench._config import MetabenchConfig
-from sigmap_lib.metabench._joint import JointFit, fit_joint
+from sigmap_lib.metabench._joint import JointFit, RidgeJoint, fit_joint
 from sigmap_lib.metabench._pool import build_item_pool, fit_pool_irt
 from sigmap_lib.metabench._select import BenchmarkFit, select_items
 
@@ -163,6 +165,7 @@ class MetabenchFit:
                     "grand_test_rmse": j.grand_test_rmse,
                     "factor_spearman": j.factor_spearman,
                     "factor_loadings": j.factor_loadings.to_dict(),
+                    "models": j.joint_models,
                 }
                 j.rmse_table.to_parquet(tmp / "joint__rmse.parquet")
                 j.thetas.assign(factor_score=j.factor_scores).to_parquet(
@@ -231,18 +234,21 @@ class MetabenchFit:
                 factor_spearman=float(jm["factor_spearman"]),
                 factor_scores=jt.pop("factor_score"),
                 thetas=jt,
+                joint_models=jm.get("models", {}),
             )
         return cls(config=cfg, seed=int(meta["seed"]), split=split, benchmarks=benches, joint=joint)
 
 
-def _gam_frame(g: GamModel) -> pd.DataFrame:
+def _gam_frame(g: GamModel | RidgeJoint) -> pd.DataFrame:
     df = pd.DataFrame(g.x_train, columns=[f"x{i}" for i in range(g.n_features)])
     df["y"] = g.y_train
     return df
 
 
-def _gam_load(df: pd.DataFrame, meta: dict) -> GamModel:
-    return GamModel.from_arrays(df.drop(columns="y").to_numpy(float), df["y"].to_numpy(float), meta)
+def _gam_load(df: pd.DataFrame, meta: dict) -> GamModel | RidgeJoint:
+    """A saved joint/score model: a GAM, or (``"kind": "ridge"``) the joint ridge fallback."""
+    kind = RidgeJoint if meta.get("kind") == "ridge" else GamModel
+    return kind.from_arrays(df.drop(columns="y").to_numpy(float), df["y"].to_numpy(float), meta)
 
 
 def _save_score_model(m: ScoreModel, folder: Path, bm: str) -> dict:

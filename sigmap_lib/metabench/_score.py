@@ -29,7 +29,10 @@ def score_new_models(
     scores : DataFrame (models x benchmarks [+ "grand"]): per benchmark the fit's
         reconstruction (``BenchmarkFit.predict_scores``: the GAM on θ and, when chosen, the
         percent correct and linear predictor of the selected items); "grand" (only when
-        every benchmark is given) from the joint GAM on all θ.
+        every benchmark is given) from the joint model on all θ: the additive GAM, or where
+        the fit's guard found it ill-posed, ridge on the θs. ``scores.attrs["joint_model"]``
+        is the fit's record of which and why (``JointFit.joint_models["grand"]``; absent
+        when no grand score is computed).
 
     Examples
     --------
@@ -57,6 +60,8 @@ def score_new_models(
     weak    37.2   32.0   34.7
     mid     46.7   65.8   56.2
     strong  86.6   82.2   86.2
+    >>> recon.attrs["joint_model"]["model"]  # 180 training models: the GAM is well-posed
+    'gam'
     """
     if not responses:
         raise SigmapInputError("score_new_models: no responses given")
@@ -85,4 +90,6 @@ def score_new_models(
     if j is not None and set(j.benchmarks) <= set(thetas.columns):
         complete = thetas[j.benchmarks].dropna()
         scores["grand"] = pd.Series(j.grand_gam.predict(complete.to_numpy()), index=complete.index)
+        default = {"model": getattr(j.grand_gam, "kind", "gam"), "reason": "not recorded"}
+        scores.attrs["joint_model"] = dict(j.joint_models.get("grand", default))
     return thetas, scores
