@@ -38,6 +38,10 @@ from typing import Any
 import numpy as np
 
 
+#: Units per block of the per-shard stage (ranks and screening).
+CHUNK_UNITS = 1 << 19
+
+
 def _log(msg: str) -> None:
     print(f"[bench shards] {msg}", file=sys.stderr, flush=True)
 
@@ -130,9 +134,12 @@ def _shard_stage(args: tuple) -> dict:
     t0 = time.perf_counter()
     arrays = [NLLStore.open(root / "nll" / f"shard{s:04d}" / key).array for key in keys]
     nbytes = np.load(root / "nbytes" / f"shard{s:04d}.npy", mmap_mode="r")
-    store = build_rank_store(arrays, keys, nbytes, root / "ranks" / f"shard{s:04d}")
+    # half-size chunks: two workers hold two shards' blocks at once within the 2 GB budget
+    store = build_rank_store(
+        arrays, keys, nbytes, root / "ranks" / f"shard{s:04d}", chunk_units=CHUNK_UNITS
+    )
     t1 = time.perf_counter()
-    part = screen_partial(store, scores, k=k, key=f"shard{s:04d}")
+    part = screen_partial(store, scores, k=k, key=f"shard{s:04d}", chunk_units=CHUNK_UNITS)
     (root / "screen").mkdir(exist_ok=True)
     (root / "screen" / f"shard{s:04d}.json").write_text(json.dumps(part.to_dict()))
     return {"ranks_s": t1 - t0, "screen_s": time.perf_counter() - t1}
