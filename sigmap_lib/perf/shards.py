@@ -37,7 +37,6 @@ from typing import Any
 
 import numpy as np
 
-
 #: Units per block of the per-shard stage (ranks and screening).
 CHUNK_UNITS = 1 << 19
 

@@ -342,6 +342,8 @@ def metabench(
     }
     summary["skipped_benchmarks"] = skipped
     summary["joint_error"] = joint_error
+    # which joint model predicts the grand score (GAM, or the guard's ridge) and why
+    summary["joint_model"] = joint.joint_models.get("grand") if joint is not None else None
     write_json(summary, storage.layout.report("metabench_summary.json"))
     sections = [
         Section(
