@@ -283,9 +283,16 @@ def cmd_status(args: argparse.Namespace) -> int:
                 ev = instance.get_latest_materialization_event(key)
                 state = "materialized" if ev else "missing"
             else:
-                name = node.partitions_def.name
-                done = instance.get_materialized_partitions(key)
-                total = instance.get_dynamic_partitions(name)
+                pdef = node.partitions_def
+                if isinstance(pdef, dg.MultiPartitionsDefinition):
+                    name = " × ".join(d.partitions_def.name for d in pdef.partitions_defs)
+                    total = [
+                        str(k) for k in pdef.get_partition_keys(dynamic_partitions_store=instance)
+                    ]
+                else:
+                    name = pdef.name
+                    total = instance.get_dynamic_partitions(name)
+                done = {str(k) for k in instance.get_materialized_partitions(key)}
                 state = f"{len(done & set(total))}/{len(total)} {name} partitions"
             print(f"{key.to_user_string():<24} {state}")
     return 0

@@ -52,6 +52,10 @@ def test_four_model_world_runs_with_its_minimums_and_exits_0(
     # `sigmap run` on the configured world: nothing new, still exit 0 with the summary
     again = _sigmap(tmp_path, "run")
     assert again.returncode == 0 and "Done in" in again.stderr
+    status = _sigmap(tmp_path, "status")
+    assert status.returncode == 0, status.stderr[-2000:]
+    line = next(x for x in status.stdout.splitlines() if x.startswith("token_nll"))
+    assert "4/4 models × shards partitions" in line
 
 
 def test_a_wrong_minimum_on_the_command_line_is_one_clear_error(
