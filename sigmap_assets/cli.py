@@ -298,6 +298,26 @@ def cmd_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_gc(args: argparse.Namespace) -> int:
+    from sigmap_assets.gc import remove, unused_paths
+    from sigmap_assets.resources import SigmapStorage
+
+    storage = SigmapStorage(root=str(_storage_root(args.storage)))
+    if not storage.layout.is_local:
+        print("sigmap gc: only local storage roots are supported", file=sys.stderr)
+        return 2
+    unused = unused_paths(storage)
+    for p, why in unused:
+        print(f"{p}  ({why})")
+    if not unused:
+        print("sigmap gc: nothing unused")
+    elif args.yes:
+        print(f"sigmap gc: removed {len(unused)} item(s), {remove(unused) / 1e6:.1f} MB")
+    else:
+        print(f"sigmap gc: {len(unused)} unused item(s); run `sigmap gc --yes` to remove them")
+    return 0
+
+
 def cmd_realdata(args: argparse.Namespace) -> int:
     from sigmap_lib.studies._paths import shared_data_dir
 
@@ -353,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
         "run", help="materialize everything missing or stale on the configured world"
     )
     r.set_defaults(func=cmd_demo, world=None, quick=False, minimum=None)
+    g = sub.add_parser("gc", help="list (--yes: remove) stored data no current key uses")
+    g.add_argument("--yes", action="store_true", help="remove what is listed")
+    g.set_defaults(func=cmd_gc)
     iw = sub.add_parser(
         "init-world", help="write a small complete example world to start from (docs/OWN_WORLD.md)"
     )

@@ -143,6 +143,18 @@ def test_a_changed_file_recomputes_only_its_shards_and_old_values_never_mix(
     cov = json.loads(project.storage.layout.ranks_current().read_text())
     assert [s["key"] for s in cov["shards"]] == shards1  # the old shard left the aggregates
 
+    # sigmap gc: the old shard's data is unused; removing it leaves everything current intact
+    from sigmap_assets.gc import remove, unused_paths
+    from sigmap_assets.tables import open_corpus, open_nll_arrays, open_ranks
+
+    unused = unused_paths(project.storage)
+    names = {p.name for p, _ in unused}
+    assert shards0[1] in names and shards0[0] not in names and shards1[1] not in names
+    assert remove(unused) > 0 and unused_paths(project.storage) == []
+    ranks = open_ranks(project.storage)
+    assert ranks.n_units == open_corpus(project.storage).n_units
+    assert len(open_nll_arrays(project.storage, cov["models"][:1])[0]) == ranks.n_units
+
 
 def test_coverage_uses_complete_cells_and_reports_the_missing_ones(project: Project) -> None:
     project.through("registry")
@@ -277,3 +289,8 @@ def test_changed_weights_rescore_only_that_model(
     after = NLLStore.open(project.storage.layout.nll_cell(shard, "local__a", new_a["fingerprint"]))
     assert not np.array_equal(after.read(), before)
     assert np.array_equal(NLLStore.open(old_dir).read(), before)  # the old values are kept
+    from sigmap_assets.gc import unused_paths
+
+    unused = dict(unused_paths(project.storage))  # the superseded cell and rank store only
+    assert old_dir in unused and len(unused) == 2
+    assert any(why == "superseded rank store" for why in unused.values())
