@@ -200,8 +200,11 @@ class DemoRunner:
         from sigmap_lib.inputs import read_registry
 
         key = cells_partitions.get_partition_key_from_str(partition).keys_by_dimension
-        specs = {s.key: s for s in read_registry(self.resources["world"].file("models.yaml"))}
-        spec = specs.get(key["model"])
+        path = self.resources["world"].file("models.yaml")
+        stamp = (str(path), path.stat().st_mtime_ns)
+        if getattr(self, "_specs", (None, None))[0] != stamp:  # read once per registry version
+            self._specs = (stamp, {s.key: s for s in read_registry(path)})
+        spec = self._specs[1].get(key["model"])
         if spec is None:
             return "unregistered"
         try:

@@ -92,11 +92,18 @@ def open_corpus(storage: SigmapStorage, info: dict | None = None):
     )
 
 
+def cell_dir(storage: SigmapStorage, shard_key: str, model_key: str):
+    """The store of the ``token_nll`` cell completed last (None if there is none)."""
+    path = storage.layout.nll_cell_current(shard_key, model_key)
+    if not path.exists():
+        return None
+    return storage.layout.nll_cell(shard_key, model_key, read_json(path)["fingerprint"])
+
+
 def open_nll_arrays(
     storage: SigmapStorage, model_keys: list[str], info: dict | None = None
 ) -> list:
     """Per model, its NLL over the used shards (one lazily concatenated array each)."""
-    from sigmap_assets.defs.models.assets import cell_dir
     from sigmap_lib.nll import ConcatArray, NLLStore
 
     info = current_ranks(storage) if info is None else info

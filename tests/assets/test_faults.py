@@ -220,7 +220,7 @@ def test_sigkill_from_outside_mid_run_then_resume_is_bit_identical(
 
 # ------------------------------------------------------------------ 2. corrupted chunk
 def _nll_dir(project: Project, key: str, shard: int = 0) -> Path:
-    from sigmap_assets.defs.models.assets import cell_dir
+    from sigmap_assets.tables import cell_dir
 
     d = cell_dir(project.storage, project.keys("shards")[shard], key)
     return Path(d) if d is not None else Path(project.storage.layout.path("nll", "none", key))
@@ -364,7 +364,7 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
     sources = {s.key: s.nll_source for s in read_registry(Path(project.world.path) / "models.yaml")}
     plan = [ShardSpec.from_dict(d) for d in read_plan(project.storage)["shards"]]
     offsets = shard_offsets(plan)
-    from sigmap_assets.defs.models.assets import cell_dir
+    from sigmap_assets.tables import cell_dir
 
     dirs = [Path(cell_dir(project.storage, s, k)) for k, s in cells]
     assert len(set(dirs)) == len(dirs)

@@ -12,7 +12,7 @@ from sigmap_assets.automation import aggregate_condition, automated, cell_condit
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import BY_SHARD, cells_partitions, shards_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
-from sigmap_assets.tables import read_json, read_plan, write_json, write_parquet
+from sigmap_assets.tables import cell_dir, read_json, read_plan, write_json, write_parquet
 
 GPU_OP_TAGS = {
     "dagster-k8s/config": {
@@ -112,14 +112,6 @@ def cell_fingerprint(storage: SigmapStorage, compute: ComputeResource, spec, sha
         settings={"dtype": compute.dtype},
         cache_path=storage.layout.fingerprint_cache() if storage.layout.is_local else None,
     )
-
-
-def cell_dir(storage: SigmapStorage, shard_key: str, model_key: str):
-    """The store of the cell ``token_nll`` completed last (None if there is none)."""
-    path = storage.layout.nll_cell_current(shard_key, model_key)
-    if not path.exists():
-        return None
-    return storage.layout.nll_cell(shard_key, model_key, read_json(path)["fingerprint"])
 
 
 def complete_cell(storage: SigmapStorage, shard_key: str, model_key: str, fingerprint=None):

@@ -3,9 +3,10 @@
 import dagster as dg
 import numpy as np
 
-from sigmap_assets.defs.models.assets import cell_dir, open_shard, token_nll
+from sigmap_assets.defs.models.assets import open_shard, token_nll
 from sigmap_assets.partitions import cells_partitions
 from sigmap_assets.resources import SigmapStorage
+from sigmap_assets.tables import cell_dir
 
 
 @dg.asset_check(
