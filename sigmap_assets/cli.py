@@ -86,6 +86,14 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from sigmap_assets.demo import DemoRunner
     from sigmap_assets.resources import write_project_config
 
+    if getattr(args, "configured_only", False) and not _configured(_storage_root(args.storage)):
+        root = _storage_root(args.storage)
+        print(f"sigmap run: no world is configured for the storage root {root} "
+              f"({StorageLayout(str(root)).project_config()} is missing). `sigmap demo` "
+              "builds and runs the embedded zoo world (~13 min); `sigmap demo --world PATH` "
+              "runs your own world folder; afterwards `sigmap run` refreshes the configured "
+              "one.", file=sys.stderr)  # fmt: skip
+        return 2
     root = _setup_env(args.storage)
     if args.world:
         if args.world in ("zoo", "synthetic"):
@@ -97,6 +105,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             write_project_config(str(root), world="folder", world_path=str(path), world_quick=False)
     elif args.quick:
         write_project_config(str(root), world_quick=True)
+    elif not _configured(root):  # `sigmap demo`: the embedded zoo, from now on `sigmap run`'s
+        write_project_config(str(root), world="zoo", world_path="", world_quick=False)
     if getattr(args, "minimum", None):
         try:
             minimums = _parse_minimums(args.minimum)
@@ -109,33 +119,71 @@ def cmd_demo(args: argparse.Namespace) -> int:
     defs = _load_defs()
     with dg.DagsterInstance.get() as instance:
         runner = DemoRunner(defs, instance, StorageLayout(str(root)).demo_state())
-        try:
-            summary = runner.run()
-        except RuntimeError as exc:
-            print(f"sigmap: {exc}", file=sys.stderr)
-            return 1
-    layout = StorageLayout(str(root))
+        summary = runner.run()
+    print_summary(summary, StorageLayout(str(root)), sys.stderr)
+    return 1 if summary.get("failed") else 0
+
+
+def skip_lines(skips: list[dict[str, str]]) -> list[str]:
+    """The run's skips, one line per reason: whole assets with the same reason together,
+    then benchmarks per (first) asset that skipped them."""
+    whole: dict[str, list[str]] = {}
+    parts: dict[tuple[str, str], list[str]] = {}
+    seen: set[str] = set()
+    for s in skips:
+        if s["what"] == "*":
+            whole.setdefault(s["reason"], []).append(s["asset"])
+        elif s["what"] not in seen:  # a benchmark's first skip (later ones follow from it)
+            seen.add(s["what"])
+            parts.setdefault((s["asset"], s["reason"]), []).append(s["what"])
+    lines = [f"{', '.join(dict.fromkeys(a))}: {r}" for r, a in whole.items()]
+    for (asset, reason), what in parts.items():
+        lines.append(
+            f"benchmark{'s' if len(what) > 1 else ''} {', '.join(what)} ({asset}): {reason}"
+        )
+    return lines
+
+
+def print_summary(summary: dict, layout: StorageLayout, stream) -> None:
+    """The end of `sigmap demo/run`: what ran, was up to date, skipped (why), failed, and
+    where the reports are — printed whatever happened."""
     failed = summary.get("failed", [])
     for f in failed:
-        print(f"sigmap: {f['stage']} {f['partition']} failed: {f['error']}", file=sys.stderr)
+        where = f" {f['partition']}" if f["partition"] else ""
+        print(f"sigmap: {f['stage']}{where} failed: {f['error']}", file=stream)
     print(
         f"\nDone in {summary['seconds']} s (ran: {', '.join(summary['ran']) or 'nothing'}; "
-        f"up to date: {', '.join(summary['skipped']) or 'nothing'}).\n"
+        f"up to date: {', '.join(summary['skipped']) or 'nothing'}).",
+        file=stream,
+    )
+    lines = skip_lines(summary.get("skips", []))
+    if lines:
+        print("Skipped on this world (reasons; the rest ran without them):", file=stream)
+        for line in lines:
+            print(f"  - {line}", file=stream)
+    if summary.get("blocked"):
+        print(f"Not run (a stage upstream failed): {', '.join(summary['blocked'])}", file=stream)
+    print(
         f"  HTML report:   {layout.report('overlap_report.html')}\n"
         f"  metabench:     {layout.report('metabench_report.html')}\n"
         f"  plots:         {layout.plots_dir()}\n"
         f"  browse in the Dagster UI:  DAGSTER_HOME={os.environ['DAGSTER_HOME']} "
         f".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1   (or: make dev)",
-        file=sys.stderr,
+        file=stream,
     )
     if failed:
         print(
-            f"sigmap: {len(failed)} partition(s) failed (listed above); everything else ran "
-            "with the complete ones",
-            file=sys.stderr,
+            f"sigmap: {len(failed)} failure(s) (listed above; full error reports under "
+            f"{layout.run_logs_dir()}); everything else ran with the complete inputs",
+            file=stream,
         )
-        return 1
-    return 0
+
+
+def _configured(root: Path) -> bool:
+    """A world was chosen for this storage root (``sigmap demo`` writes ``sigmap.yaml``; a
+    root an older sigmap ran on has only its step record: the zoo)."""
+    layout = StorageLayout(str(root))
+    return Path(layout.project_config()).exists() or Path(layout.demo_state()).exists()
 
 
 def _storage_root(storage: str | None) -> Path:
@@ -295,7 +343,47 @@ def cmd_status(args: argparse.Namespace) -> int:
                 done = {str(k) for k in instance.get_materialized_partitions(key)}
                 state = f"{len(done & set(total))}/{len(total)} {name} partitions"
             print(f"{key.to_user_string():<24} {state}")
+        for line in registry_lines(instance):
+            print(line)
     return 0
+
+
+def registry_lines(instance) -> list[str]:
+    """The registry / catalog against the `models` / `benchmarks` partitions: entries
+    removed from the world keep their partition and data (marked here; `sigmap gc` lists
+    the data), new entries have none until the next `sigmap run` (or the sensor)."""
+    from sigmap_assets.partitions import benchmarks_partitions, models_partitions
+    from sigmap_assets.registry_sync import plan_benchmark_sync, plan_model_sync
+    from sigmap_assets.resources import SigmapStorage, WorldResource
+    from sigmap_lib.errors import SigmapInputError
+
+    world = WorldResource(storage=SigmapStorage(root=os.environ["SIGMAP_STORAGE"]))
+    out = []
+    for pdef, plan_fn, fname in (
+        (models_partitions, plan_model_sync, "models.yaml"),
+        (benchmarks_partitions, plan_benchmark_sync, "catalog.yaml"),
+    ):
+        existing = list(instance.get_dynamic_partitions(pdef.name))
+        path = world.file(fname)
+        try:
+            plan = plan_fn(path, set(existing))
+        except (OSError, SigmapInputError, ValueError) as exc:
+            out.append(f"{pdef.name}: {path} unreadable ({exc})")
+            continue
+        removed = [k for k in existing if k not in set(plan.known_keys)]
+        out.append(
+            f"{pdef.name}: {len(plan.known_keys)} in {path}, {len(existing)} partitions"
+            + (
+                f", {len(plan.new_keys)} without a partition yet (sigmap run adds them)"
+                if plan.new_keys
+                else ""
+            )
+        )
+        for k in removed:
+            out.append(
+                f"  {k}: removed from {fname} (partition and data kept; sigmap gc lists unused data)"
+            )
+    return out
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
@@ -372,7 +460,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "run", help="materialize everything missing or stale on the configured world"
     )
-    r.set_defaults(func=cmd_demo, world=None, quick=False, minimum=None)
+    r.set_defaults(func=cmd_demo, world=None, quick=False, minimum=None, configured_only=True)
     g = sub.add_parser("gc", help="list (--yes: remove) stored data no current key uses")
     g.add_argument("--yes", action="store_true", help="remove what is listed")
     g.set_defaults(func=cmd_gc)

@@ -1,10 +1,16 @@
 """`sigmap demo` / `sigmap run`: materialize the whole graph in dependency order, in-process,
 into the persistent Dagster instance (so every materialization is visible in the UI).
 
-A step is skipped when the data versions of everything upstream are the ones it last ran
-on (recorded under ``<storage>/.sigmap/steps.json``): a re-run with nothing new only
+A step is "up to date" when the data versions of everything upstream are the ones it last
+ran on (recorded under ``<storage>/.sigmap/steps.json``): a re-run with nothing new only
 re-checks the world, then stops. Progress shows the stage, the partition and an ETA from
 the previous run's durations (or built-in estimates on the first run).
+
+What the world cannot support is *skipped* by the assets themselves, with a reason
+(:mod:`sigmap_assets.skips`); the runner lists those skips in its summary. A failing
+partition fails alone; a failing unpartitioned stage stops only the stages downstream of
+it. Either way the run goes to the end and the summary is printed; full error reports
+(stack traces) go to ``<storage>/.sigmap/logs/`` and only their last line to the console.
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ import dagster as dg
 from sigmap_assets.partitions import benchmarks_partitions, models_partitions
 from sigmap_lib._util import atomic_write_json
 
-QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+# the console shows the runner's own lines; Dagster's event log (the UI) keeps every message
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,13 @@ def _latest_versions(
                 f"{key.to_user_string()}[{p}]:{tags.get('dagster/data_version', recs[0].run_id)}"
             )
     return out
+
+
+def failure_report(event) -> str:
+    """The whole error of a step failure, stack traces and causes included (for the log file)."""
+    data = getattr(event, "event_specific_data", None)
+    err = getattr(data, "error", None)
+    return err.to_string() if err is not None else (event.message or "failed")
 
 
 def failure_message(event) -> str:
@@ -238,15 +252,54 @@ class DemoRunner:
             raise_on_error=False,
         )
         if not result.success:
-            failures = [
-                f"{ev.step_key}: {failure_message(ev)}"
-                for ev in result.all_events
-                if ev.is_step_failure
-            ]
+            events = [ev for ev in result.all_events if ev.is_step_failure]
+            failures = [f"{ev.step_key}: {failure_message(ev)}" for ev in events]
+            log = self._write_failure_log(result.run_id, assets, partition, events)
             raise RuntimeError(
-                f"materializing {', '.join(assets)} failed:\n  " + "\n  ".join(failures)
+                f"materializing {', '.join(assets)} failed:\n  "
+                + "\n  ".join(failures)
+                + (f"\n  (full error report: {log})" if log else "")
             )
         return time.perf_counter() - t0
+
+    def _write_failure_log(self, run_id: str, assets, partition, events) -> Path | None:
+        """The failed steps' full errors under ``.sigmap/logs/<run id>.log``."""
+        from sigmap_assets.layout import StorageLayout
+
+        try:
+            folder = StorageLayout(self.resources["storage"].root).run_logs_dir()
+        except (KeyError, ValueError, OSError):  # no local storage root: nowhere to write
+            return None
+        path = folder / f"{run_id}.log"
+        text = [f"run {run_id}: {', '.join(assets)}" + (f" [{partition}]" if partition else "")]
+        text += [f"\n--- step {ev.step_key}\n{failure_report(ev)}" for ev in events]
+        path.write_text("\n".join(text) + "\n")
+        return path
+
+    def skips(self, step: Step) -> list[dict[str, str]]:
+        """What the step's assets skipped in their latest materialization, with reasons."""
+        from sigmap_assets.skips import skips_of
+
+        if step.partitions in ("shards", "cells"):
+            return []  # per-partition runs: a failing one is a failure, not a skip
+        out = []
+        for asset in step.assets:
+            ev = self.instance.get_latest_materialization_event(dg.AssetKey(asset))
+            mat = ev.asset_materialization if ev is not None else None
+            for what, reason in skips_of(mat.metadata if mat is not None else {}).items():
+                out.append({"stage": step.stage, "asset": asset, "what": what, "reason": reason})
+        return out
+
+    def _blocked_by(self, failed: set[str]) -> set[str]:
+        """The failed assets and everything downstream of them."""
+        out, todo = set(), [dg.AssetKey(a) for a in failed]
+        while todo:
+            key = todo.pop()
+            if key.to_user_string() in out:
+                continue
+            out.add(key.to_user_string())
+            todo += list(self.graph.get(key).child_keys)
+        return out
 
     # -- partitions ---------------------------------------------------------------------
     def sync_partitions(self) -> None:
@@ -290,67 +343,32 @@ class DemoRunner:
             for s in steps
         )
         prog = Progress(estimate)
-        summary: dict = {"ran": [], "skipped": [], "failed": []}
+        summary: dict = {"ran": [], "skipped": [], "failed": [], "blocked": [], "skips": []}
+        failed_assets: set[str] = set()
         for i, step in enumerate(steps, 1):
             t_stage = time.perf_counter()
             expected = durations.get(
                 step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
             )
             label = f"{i}/{len(steps)} {step.stage}"
-            if step.partitions == "none":
-                sig = "|".join(self._signature(a, None) for a in step.assets)
-                sigs = self.state.setdefault("signatures", {})
-                if not step.always and sigs.get(step.stage) == sig:
-                    prog.line(label, f"{', '.join(step.assets)}: up to date")
-                    summary["skipped"].append(step.stage)
-                else:
-                    prog.line(label, f"materializing {', '.join(step.assets)}")
-                    self._materialize(step.assets)
-                    sigs[step.stage] = "|".join(self._signature(a, None) for a in step.assets)
-                    summary["ran"].append(step.stage)
-                if step.stage == "registry":
-                    self.sync_partitions()
-            elif step.partitions in ("shards", "cells"):
-                keys = self._keys_for(step)
-                sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
-                todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
-                for j, k in enumerate(todo, 1):
-                    prog.line(
-                        label,
-                        f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
-                    )
-                    try:
-                        self._materialize(step.assets, partition=k)
-                    except RuntimeError as exc:  # only this partition fails; the rest go on
-                        summary["failed"].append(
-                            {"stage": step.stage, "partition": k, "error": str(exc)}
-                        )
-                        prog.line(label, f"FAILED {k}: {str(exc).splitlines()[-1].strip()}")
-                        continue
-                    sigs[k] = self._signature(step.assets[0], k)
-                    self._save()
-                    prog.consumed(expected / len(todo))  # ETA moves model by model
-                expected = 0.0 if todo else expected
-                if not todo:
-                    prog.line(
-                        label, f"{step.assets[0]}: all {len(keys)} {step.partitions} up to date"
-                    )
-                (summary["ran"] if todo else summary["skipped"]).append(step.stage)
-            else:
-                keys = self._keys_for(step)
-                sigs = self.state.setdefault("signatures", {})
-                sig = "|".join(self._signature(step.assets[0], k) for k in keys)
-                if sigs.get(step.stage) == sig:
-                    prog.line(label, f"{step.assets[0]}: all {len(keys)} benchmarks up to date")
-                    summary["skipped"].append(step.stage)
-                else:
-                    prog.line(
-                        label,
-                        f"{step.assets[0]} · {len(keys)} benchmarks in one run ({keys[0]}…{keys[-1]})",
-                    )
-                    self._materialize(step.assets, prange=(keys[0], keys[-1]))
-                    sigs[step.stage] = "|".join(self._signature(step.assets[0], k) for k in keys)
-                    summary["ran"].append(step.stage)
+            blocked = self._blocked_by(failed_assets) & set(step.assets)
+            if blocked:
+                prog.line(label, f"not run: upstream of {', '.join(sorted(blocked))} failed")
+                summary["blocked"].append(step.stage)
+                prog.consumed(expected)
+                continue
+            try:
+                expected = self._run_step(step, label, prog, summary, expected)
+            except RuntimeError as exc:  # an unpartitioned / range stage: its downstream waits
+                failed_assets |= set(step.assets)
+                summary["failed"].append({"stage": step.stage, "partition": "", "error": str(exc)})
+                prog.line(label, f"FAILED: {str(exc).splitlines()[1].strip()}")
+            skips = self.skips(step)
+            summary["skips"] += skips
+            if step.stage in summary["ran"]:
+                for sk in skips:
+                    if sk["what"] == "*":
+                        prog.line(label, f"{sk['asset']} skipped: {sk['reason']}")
             took = time.perf_counter() - t_stage
             if step.stage in summary["ran"]:
                 durations[step.stage] = took
@@ -359,3 +377,66 @@ class DemoRunner:
             self._save()
         summary["seconds"] = round(time.perf_counter() - prog.t0, 1)
         return summary
+
+    def _run_step(
+        self, step: Step, label: str, prog: Progress, summary: dict, expected: float
+    ) -> float:
+        """One step: materialize what is not up to date (per partition for shards / cells).
+        Returns the part of the step's ETA estimate still to be consumed."""
+        if step.partitions == "none":
+            sig = "|".join(self._signature(a, None) for a in step.assets)
+            sigs = self.state.setdefault("signatures", {})
+            if not step.always and sigs.get(step.stage) == sig:
+                prog.line(label, f"{', '.join(step.assets)}: up to date")
+                summary["skipped"].append(step.stage)
+            else:
+                prog.line(label, f"materializing {', '.join(step.assets)}")
+                self._materialize(step.assets)
+                sigs[step.stage] = "|".join(self._signature(a, None) for a in step.assets)
+                summary["ran"].append(step.stage)
+            if step.stage == "registry":
+                self.sync_partitions()
+        elif step.partitions in ("shards", "cells"):
+            keys = self._keys_for(step)
+            sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
+            todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
+            for j, k in enumerate(todo, 1):
+                prog.line(
+                    label,
+                    f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
+                )
+                try:
+                    self._materialize(step.assets, partition=k)
+                except RuntimeError as exc:  # only this partition fails; the rest go on
+                    summary["failed"].append(
+                        {"stage": step.stage, "partition": k, "error": str(exc)}
+                    )
+                    prog.line(label, f"FAILED {k}: {str(exc).splitlines()[1].strip()}")
+                    continue
+                sigs[k] = self._signature(step.assets[0], k)
+                self._save()
+                prog.consumed(expected / len(todo))  # ETA moves model by model
+            if not todo:
+                prog.line(label, f"{step.assets[0]}: all {len(keys)} {step.partitions} up to date")
+            (summary["ran"] if todo else summary["skipped"]).append(step.stage)
+            return 0.0 if todo else expected
+        else:
+            keys = self._keys_for(step)
+            if not keys:
+                prog.line(label, f"{step.assets[0]}: no benchmarks in the catalog")
+                summary["skipped"].append(step.stage)
+                return expected
+            sigs = self.state.setdefault("signatures", {})
+            sig = "|".join(self._signature(step.assets[0], k) for k in keys)
+            if sigs.get(step.stage) == sig:
+                prog.line(label, f"{step.assets[0]}: all {len(keys)} benchmarks up to date")
+                summary["skipped"].append(step.stage)
+            else:
+                prog.line(
+                    label,
+                    f"{step.assets[0]} · {len(keys)} benchmarks in one run ({keys[0]}…{keys[-1]})",
+                )
+                self._materialize(step.assets, prange=(keys[0], keys[-1]))
+                sigs[step.stage] = "|".join(self._signature(step.assets[0], k) for k in keys)
+                summary["ran"].append(step.stage)
+        return expected

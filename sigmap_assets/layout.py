@@ -94,6 +94,14 @@ class StorageLayout:
         """What ``sigmap demo`` last materialized (so a re-run skips what is up to date)."""
         return self._path(".sigmap", "steps.json")
 
+    def stage_skipped(self, asset: str) -> Any:
+        """Why an asset could not run on this world (present only while it is skipped)."""
+        return self._path(".sigmap", "skipped", f"{asset}.json")
+
+    def run_logs_dir(self) -> Path:
+        """Full error reports (stack traces) of failed `sigmap demo/run` steps."""
+        return self._local_dir(".sigmap", "logs")
+
     def world_dir(self, kind: str) -> Any:
         return self._path("worlds", kind)
 

@@ -161,11 +161,15 @@ def check_inputs(responses: dict[str, pd.DataFrame], full_scores: pd.DataFrame) 
 # stage 1: common test split
 
 
-def split_models(full_scores: pd.DataFrame, *, test_frac: float = 0.1, seed: int = 0) -> pd.Series:
+def split_models(
+    full_scores: pd.DataFrame, *, test_frac: float = 0.1, seed: int = 0, min_models: int = 20
+) -> pd.Series:
     """Common train/test split of models (index) -> "train" / "test".
 
     Only models with a score in every benchmark column are eligible for the test set;
     the draw is stratified on their grand (row-mean) score (caret::createDataPartition).
+    Fewer than ``min_models`` such models (the world's ``minimums: metabench_respondents``)
+    raise :class:`~sigmap_lib.errors.SigmapInputError`.
 
     Examples
     --------
@@ -185,9 +189,10 @@ def split_models(full_scores: pd.DataFrame, *, test_frac: float = 0.1, seed: int
     True
     """
     complete = full_scores.dropna()
-    if len(complete) < 20:
+    if len(complete) < min_models:
         raise SigmapInputError(
-            f"metabench split: only {len(complete)} models have scores on every benchmark (need >= 20)"
+            f"only {len(complete)} models have responses on every benchmark with responses "
+            f"(need >= {min_models}, minimum metabench_respondents)"
         )
     rng = np.random.default_rng(seed)
     test = stratified_sample(complete.mean(axis=1).to_numpy(), test_frac, rng)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -14,15 +15,19 @@ from sigmap_lib.metabench._fit import MetabenchFit
 
 
 def export_items(
-    fit: MetabenchFit, questions: dict[str, pd.DataFrame], out_dir: str | os.PathLike
+    fit: MetabenchFit,
+    questions: dict[str, pd.DataFrame],
+    out_dir: str | os.PathLike,
+    benchmarks: Sequence[str] | None = None,
 ) -> dict[str, Path]:
     """Write the selected items as parquet + JSONL (one file per benchmark) for an
     lm-evaluation-harness task (``dataset_path: json``, ``data_files``).
 
     ``questions[bm]`` has a column ``item_id`` plus any item fields (text, choices,
     answer, ...). Rows keep the selection order and gain ``benchmark``,
-    ``selection_order`` and the IRT parameters ``a1, d, g, u, b``.
-    Returns benchmark -> JSONL path (the parquet sits beside it).
+    ``selection_order`` and the IRT parameters ``a1, d, g, u, b``. ``benchmarks``
+    restricts the export to some of the fit's benchmarks (default: all of them; each
+    needs its questions). Returns benchmark -> JSONL path (the parquet sits beside it).
 
     Examples
     --------
@@ -50,6 +55,8 @@ def export_items(
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for bm, f in fit.benchmarks.items():
+        if benchmarks is not None and bm not in benchmarks:
+            continue
         if bm not in questions:
             raise SigmapInputError(f"export_items: no questions given for benchmark {bm!r}")
         q = questions[bm].copy()

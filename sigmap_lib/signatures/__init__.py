@@ -30,6 +30,7 @@ from ._signature import (
     resolve_method,
 )
 from ._statistics import (
+    STATISTICS,
     preselect_correlation,
     preselect_from_codes,
     score_coefficients,
@@ -44,6 +45,7 @@ from ._table import signature_table
 
 __all__ = [
     "METHODS",
+    "STATISTICS",
     "Calibration",
     "MaxTPartial",
     "NullCalibration",

@@ -518,17 +518,19 @@ def strength_of(stat: np.ndarray, statistic: str, two_sided: bool) -> np.ndarray
     return np.abs(stat - 0.5) * 2.0 if two_sided else (0.5 - stat) * 2.0
 
 
-def unscreenable_reason(y: Any) -> str | None:
+def unscreenable_reason(y: Any, min_models: int = 3) -> str | None:
     """Why one benchmark's scores cannot be screened, or ``None`` when they can.
 
-    Rank statistics need at least 3 scored models whose scores are not all equal — and
-    still not all equal when any one model is left out (the leave-one-model-out R² of the
-    two-stage procedure refits without each model).
+    Rank statistics need at least ``min_models`` (and never fewer than 3) scored models
+    whose scores are not all equal — and still not all equal when any one model is left out
+    (the leave-one-model-out R² of the two-stage procedure refits without each model).
 
     Parameters
     ----------
     y : array_like, shape (n_models,)
         Scores; NaN = not scored.
+    min_models : int, default 3
+        The world's minimum (``minimums: signature_models``); values below 3 count as 3.
 
     Returns
     -------
@@ -541,27 +543,35 @@ def unscreenable_reason(y: Any) -> str | None:
     >>> unscreenable_reason(np.array([1.0, 2.0, 3.0, np.nan])) is None
     True
     >>> unscreenable_reason(np.array([1.0, np.nan]))
-    'only 1 scored model(s) with NLL'
+    'only 1 scored model(s) with NLL (need >= 3)'
+    >>> unscreenable_reason(np.array([1.0, 2.0, 3.0]), min_models=4)
+    'only 3 scored model(s) with NLL (need >= 4, minimum signature_models)'
     >>> unscreenable_reason(np.array([5.0, 5.0, 5.0, 6.0]))
     'scores are (almost) constant: 3 of 4 models share one value'
     """
     v = np.asarray(y, dtype=np.float64)
     v = v[np.isfinite(v)]
-    if v.size < 3:
-        return f"only {v.size} scored model(s) with NLL"
+    need = max(3, int(min_models))
+    if v.size < need:
+        which = ", minimum signature_models" if need > 3 else ""
+        return f"only {v.size} scored model(s) with NLL (need >= {need}{which})"
     _, counts = np.unique(v, return_counts=True)
     if counts.max() > v.size - 2:
         return f"scores are (almost) constant: {counts.max()} of {v.size} models share one value"
     return None
 
 
-def split_screenable(scores: Any, names: Sequence[str]) -> tuple[list[int], dict[str, str]]:
+def split_screenable(
+    scores: Any, names: Sequence[str], min_models: int = 3
+) -> tuple[list[int], dict[str, str]]:
     """Columns of ``scores`` that can be screened, and why the others cannot.
 
     Parameters
     ----------
     scores : array_like, shape (n_models, B)
     names : sequence of str, length B
+    min_models : int, default 3
+        Passed to :func:`unscreenable_reason`.
 
     Returns
     -------
@@ -581,7 +591,7 @@ def split_screenable(scores: Any, names: Sequence[str]) -> tuple[list[int], dict
     y = np.asarray(scores, dtype=np.float64)
     valid, skipped = [], {}
     for j, name in enumerate(names):
-        reason = unscreenable_reason(y[:, j])
+        reason = unscreenable_reason(y[:, j], min_models)
         if reason is None:
             valid.append(j)
         else:

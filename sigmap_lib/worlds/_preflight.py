@@ -18,16 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
-
-#: Minimum counts of the assets (kept in step with ``sigmap_assets``): the score table's
-#: default ``min_models`` (ScoresConfig), the rank statistics' 3 scored models per
-#: benchmark (``unscreenable_reason``), metabench's common split (>= 20 respondents with
-#: responses on every benchmark, ``split_models``), the >= 2 benchmarks with question
-#: texts of semantic overlap.
-MIN_SCORE_MODELS = 5
-MIN_SCREEN_MODELS = 3
-MIN_METABENCH_RESPONDENTS = 20
-MIN_SEMANTIC_BENCHMARKS = 2
+from sigmap_lib.worlds._minimums import WorldMinimums
 
 _TOKENIZER_SLOW = ("tokenizer.model", "spiece.model", "vocab.txt", "sentencepiece.bpe.model")
 _SETTINGS_GROUPS = ("metabench", "minimums")
@@ -373,7 +364,7 @@ def _score_specs(root: Path) -> tuple[list[dict[str, Any]], Path, Path]:
 
 
 def _check_scores(c: _Collector, ids: list[str], cat: dict[str, Any] | None,
-                  min_models: int) -> None:  # fmt: skip
+                  min_models: int, mins: WorldMinimums) -> None:  # fmt: skip
     import yaml
 
     from sigmap_lib.inputs import match_models, normalize_model_id, read_score_sources
@@ -441,33 +432,36 @@ def _check_scores(c: _Collector, ids: list[str], cat: dict[str, Any] | None,
     kept = [b for b in benches if catalog is None or b in catalog]
     per = long.filter(long["model"].is_in(list(reg))).group_by("benchmark").len()
     n_reg = dict(zip(per["benchmark"].to_list(), per["len"].to_list(), strict=True))
+    need = max(3, mins.signature_models)
     for b in kept:
-        if n_reg.get(b, 0) < MIN_SCREEN_MODELS:
+        if n_reg.get(b, 0) < need:
             c.warn(sfile, f"benchmark {b!r}", f"only {n_reg.get(b, 0)} registry model(s) scored "
-                   f"(< {MIN_SCREEN_MODELS}): no signature (not screened)",
-                   f"score at least {MIN_SCREEN_MODELS} registry models")  # fmt: skip
+                   f"(< {need}, minimum signature_models): no signature (not screened)",
+                   f"score at least {need} registry models, or lower the minimum in "
+                   "settings.yaml")  # fmt: skip
     if len(kept) < 2:
         c.warn(sfile, "-", f"{len(kept)} scored catalog benchmark(s): performance and signature "
                "overlap need >= 2 (skipped)", "score at least two catalog benchmarks")  # fmt: skip
 
 
-def _check_items_counts(c: _Collector, cat: dict[str, Any]) -> None:
+def _check_items_counts(c: _Collector, cat: dict[str, Any], mins: WorldMinimums) -> None:
     counts = cat["counts"]
     with_q = [b for b, v in counts.items() if v["questions"]]
-    if len(with_q) < MIN_SEMANTIC_BENCHMARKS:
+    need_q = max(2, mins.semantic_benchmarks)
+    if len(with_q) < need_q:
         c.warn("catalog.yaml", "-", f"question texts for {len(with_q)} benchmark(s) {with_q}: "
-               f"semantic overlap needs >= {MIN_SEMANTIC_BENCHMARKS} (it will fail)",
-               "add 'items:' files for at least two benchmarks")  # fmt: skip
+               f"semantic overlap needs >= {need_q} (minimum semantic_benchmarks; it is "
+               "skipped)", "add 'items:' files for more benchmarks")  # fmt: skip
     resp = {b: v["respondents"] for b, v in counts.items() if v["respondents"] is not None}
     if not resp:
         c.warn("catalog.yaml", "-", "no benchmark has item responses: metabench is skipped",
                "add 'responses:' files (docs/FORMATS.md)")  # fmt: skip
         return
     common = set.intersection(*resp.values())
-    if len(common) < MIN_METABENCH_RESPONDENTS:
+    if len(common) < mins.metabench_respondents:
         c.warn("catalog.yaml", "-", f"only {len(common)} respondent(s) answered every benchmark "
-               f"with responses ({sorted(resp)}); metabench's split needs >= "
-               f"{MIN_METABENCH_RESPONDENTS} (it will fail)",
+               f"with responses ({sorted(resp)}); metabench needs >= "
+               f"{mins.metabench_respondents} (minimum metabench_respondents; it is skipped)",
                "add responses of more models (checkpoints, other LLMs count)")  # fmt: skip
 
 
@@ -512,7 +506,9 @@ def _check_settings(c: _Collector) -> None:
             c.error(f, f"group {group!r}", str(exc), "correct the option names / values")
 
 
-def _world_score_models(base: Path, overrides: dict | None) -> int:
+def _world_minimums(base: Path, overrides: dict | None) -> WorldMinimums:
+    """The world's minimums (``settings.yaml``, then ``overrides``); the defaults when the
+    settings cannot be read (the settings check reports that)."""
     import yaml
 
     from sigmap_lib.worlds._minimums import read_minimums
@@ -520,9 +516,9 @@ def _world_score_models(base: Path, overrides: dict | None) -> int:
     f = base / "settings.yaml"
     try:
         data = yaml.safe_load(f.read_text(encoding="utf-8")) if f.exists() else {}
-        return read_minimums(data if isinstance(data, dict) else {}, overrides).score_models
+        return read_minimums(data if isinstance(data, dict) else {}, overrides)
     except (yaml.YAMLError, SigmapInputError, OSError):
-        return MIN_SCORE_MODELS  # the settings check reports the problem
+        return WorldMinimums()
 
 
 # ----------------------------------------------------------------------------- entry point
@@ -541,10 +537,10 @@ def preflight_world(
     reference; the scores (``scores.yaml`` sources, else ``scores.csv``) as the score
     table asset reads them: benchmarks not in the catalog (error, with a "did you mean"),
     registry models without scores (warning, with a "did you mean" for a near-miss score
-    id), benchmarks dropped for too few models; the minimum counts of the stages
-    (>= 3 scored registry models per signature, >= 2 benchmarks for the overlaps,
-    >= 2 benchmarks with question texts for semantic overlap, >= 20 respondents of
-    every benchmark with responses for metabench), as warnings naming what is skipped;
+    id), benchmarks dropped for too few models; the world's minimum counts of the stages
+    (:class:`WorldMinimums`: scored registry models per signature, benchmarks with question
+    texts for semantic overlap, respondents of every benchmark with responses for
+    metabench; >= 2 benchmarks for the overlaps), as warnings naming what is skipped;
     ``settings.yaml`` options.
 
     Parameters
@@ -598,11 +594,10 @@ def preflight_world(
     _check_layout(c)
     ids = _check_registry(c)
     cat = _check_catalog(c)
-    if min_models is None:  # the world's own minimum (settings.yaml `minimums`, CLI overrides)
-        min_models = _world_score_models(base, overrides)
-    _check_scores(c, ids, cat, min_models)
+    mins = _world_minimums(base, overrides)  # settings.yaml `minimums`, CLI overrides
+    _check_scores(c, ids, cat, mins.score_models if min_models is None else min_models, mins)
     if cat is not None:
-        _check_items_counts(c, cat)
+        _check_items_counts(c, cat, mins)
     _check_settings(c)
     return [p for p in c.problems if p.severity == "error"] + [
         p for p in c.problems if p.severity != "error"

@@ -178,3 +178,21 @@ def small_synthetic_world(root: Path, **overrides: Any) -> Path:
 
     make_synthetic_world(root, **(SMALL_WORLD | overrides))
     return root
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_cli(tmp_path: Path, *args: str, timeout: int = 900):
+    """``sigmap --storage <tmp>/storage ARGS`` in a subprocess with its own Dagster home
+    (what a user types; progress lines off)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "SIGMAP_PROGRESS": "0"}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "sigmap_assets.cli", "--storage", str(tmp_path / "storage")]
+    return subprocess.run(
+        [*cmd, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )

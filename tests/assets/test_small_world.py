@@ -4,24 +4,17 @@ the run exits 0 and prints its summary; a wrong minimum is one clear error."""
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.assets.harness import run_cli
 
 
 def _sigmap(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DAGSTER_HOME": str(tmp_path / "home"), "SIGMAP_PROGRESS": "0"}
-    (tmp_path / "home").mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "sigmap_assets.cli", "--storage", str(tmp_path / "storage"), *args],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
+    return run_cli(tmp_path, *args)
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@ from sigmap_assets.automation import automated, partition_condition
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
+from sigmap_assets.skips import skipped_partitions
 from sigmap_assets.tables import write_json, write_parquet
 
 
@@ -128,8 +129,15 @@ def benchmark_scores(
         .sort("benchmark")
     )
     fp = hashlib.sha256(table.sort("model", "benchmark").write_csv().encode()).hexdigest()[:16]
+    scored = set(table["benchmark"].to_list())
+    skipped = {  # catalog benchmarks the later stages will not see, with the reason
+        name: validation.dropped_benchmarks.get(name, "in the catalog but no model has a score")
+        for name in catalog
+        if name not in scored
+    }
     return dg.MaterializeResult(
         metadata={
+            **skipped_partitions(skipped),
             "table": dg.MetadataValue.path(str(out)),
             "scores": table.height,
             "models_matched": len(match.mapping),
@@ -171,6 +179,10 @@ def benchmark_items(
             q = read_questions(b.items)
             write_parquet(q, out_dir / "questions.parquet")
             row["questions"] = q.height
+        else:  # stored copies follow the catalog: an entry removed there is removed here
+            storage.layout.item_questions(key).unlink(missing_ok=True)
+        if not b.responses:
+            storage.layout.item_responses(key).unlink(missing_ok=True)
         if b.responses:
             r = read_responses(b.responses)
             frame = pl.DataFrame({"model": r.models}).hstack(

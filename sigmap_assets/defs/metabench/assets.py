@@ -17,6 +17,7 @@ from sigmap_assets.automation import aggregate_condition, automated, partition_c
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
+from sigmap_assets.skips import asset_ran, asset_skip_reason, skip_asset, skipped_partitions
 from sigmap_assets.tables import catalog_table, write_json
 from sigmap_lib.errors import SigmapInputError
 
@@ -62,18 +63,26 @@ def load_responses(storage: SigmapStorage):
 
 
 def common_split(storage: SigmapStorage, settings: MetabenchSettings, world: WorldResource):
+    """``(responses, full scores, split)``; raises :class:`SigmapInputError` with the reason
+    when this world cannot run metabench (no responses, too few respondents)."""
     from sigmap_lib.metabench import split_models
 
     responses, full = load_responses(storage)
     if not responses:
-        raise dg.Failure(
-            "no benchmark has item-level responses (catalog `responses:`), metabench cannot run"
-        )
-    return (
-        responses,
-        full,
-        split_models(full, test_frac=settings.lib_config(world).test_frac, seed=settings.seed),
+        raise SigmapInputError("no benchmark has item-level responses (catalog `responses:`)")
+    need = world.minimums().metabench_respondents
+    split = split_models(
+        full, test_frac=settings.lib_config(world).test_frac, seed=settings.seed, min_models=need
     )
+    return responses, full, split
+
+
+def upstream_skipped(storage: SigmapStorage, asset: str) -> dg.MaterializeResult | None:
+    """A stage after a skipped ``irt_item_pool`` is skipped for the same reason."""
+    reason = asset_skip_reason(storage, "irt_item_pool")
+    if reason is None:
+        return None
+    return skip_asset(storage, asset, reason, metadata={"skipped_because": "irt_item_pool"})
 
 
 def mb_dir(storage: SigmapStorage, key: str, stage: str):
@@ -91,6 +100,7 @@ class StageRunner:
 
     def __init__(self, context: dg.AssetExecutionContext, storage: SigmapStorage) -> None:
         self.context, self.storage, self.rows = context, storage, []
+        self.skipped: dict[str, str] = {}  # benchmark -> reason (the asset's skip metadata)
 
     def __call__(self, stage: str, fn: Callable[..., Any], key: str, *args: Any, **kw: Any) -> Any:
         """``fn(key, *args, **kw)``; ``None`` when benchmark ``key``'s input is unusable for
@@ -109,10 +119,15 @@ class StageRunner:
                 f"{stage}: the fit is not identifiable on this benchmark's responses "
                 f"({type(exc).__name__}: {exc}); more respondents or items are needed"
             )
+        self.skip(key, stage, reason)
+        return None
+
+    def skip(self, key: str, stage: str, reason: str) -> None:
+        """Mark benchmark ``key`` skipped at ``stage`` (the later stages read the mark)."""
         self.context.log.warning(f"metabench: benchmark {key} skipped at {reason}")
         write_json({"stage": stage, "reason": reason}, self.storage.layout.metabench_skipped(key))
         self.rows.append({"benchmark": key, "status": f"skipped ({reason})"})
-        return None
+        self.skipped[key] = reason
 
 
 _common = dict(
@@ -134,12 +149,21 @@ def irt_item_pool(
     item–total correlation); cross-validated random subsampling to a pool."""
     from sigmap_lib.metabench import build_item_pool, save_item_pool
 
-    responses, full, split = common_split(storage, config, world)
     run, cfg = StageRunner(context, storage), config.lib_config(world)
+    try:
+        responses, full, split = common_split(storage, config, world)
+    except SigmapInputError as exc:  # this world cannot run metabench at all
+        reason = f"metabench cannot run on this world: {exc}"
+        for key in context.partition_keys:
+            run.skip(key, "item pool", reason)
+        return skip_asset(
+            storage, "irt_item_pool", reason, outputs=[storage.layout.metabench_split()]
+        )
+    asset_ran(storage, "irt_item_pool")
     rows = run.rows
     for key in context.partition_keys:
         if key not in responses:
-            rows.append({"benchmark": key, "status": "no item responses: skipped"})
+            run.skip(key, "item pool", "no item responses (catalog `responses:`)")
             continue
         x, y = responses[key], full[key]
         pool = run("item pool", build_item_pool, key, x, y, split, seed=config.seed, config=cfg)
@@ -164,6 +188,7 @@ def irt_item_pool(
     split.rename("split").to_frame().to_parquet(split_path)
     return dg.MaterializeResult(
         metadata={
+            **skipped_partitions(run.skipped),
             "pools": dg.MetadataValue.md(md_table(rows, max_rows=100)),
             "test_models": int((split == "test").sum()),
         }
@@ -181,6 +206,9 @@ def irt_fits(
     (model, θ-method) ranked by cross-validated reconstruction RMSE."""
     from sigmap_lib.metabench import fit_pool_irt, load_item_pool, save_pool_irt
 
+    if (skipped := upstream_skipped(storage, "irt_fits")) is not None:
+        return skipped
+    asset_ran(storage, "irt_fits")
     responses, full = load_responses(storage)
     run = StageRunner(context, storage)
     rows = run.rows
@@ -203,7 +231,10 @@ def irt_fits(
         for r in pirt.cv.to_dict(orient="records"):
             rows.append({"benchmark": key, **r})
     return dg.MaterializeResult(
-        metadata={"cross_validation": dg.MetadataValue.md(md_table(rows, max_rows=100))}
+        metadata={
+            **skipped_partitions(run.skipped),
+            "cross_validation": dg.MetadataValue.md(md_table(rows, max_rows=100)),
+        }
     )
 
 
@@ -220,6 +251,9 @@ def metabench_selection(
 
     from sigmap_lib.metabench import load_item_pool, load_pool_irt, save_benchmark_fit, select_items
 
+    if (skipped := upstream_skipped(storage, "metabench_selection")) is not None:
+        return skipped
+    asset_ran(storage, "metabench_selection")
     responses, full = load_responses(storage)
     split = pd.read_parquet(storage.layout.metabench_split())["split"]
     run, cfg = StageRunner(context, storage), config.lib_config(world)
@@ -249,7 +283,10 @@ def metabench_selection(
             }
         )
     return dg.MaterializeResult(
-        metadata={"selection": dg.MetadataValue.md(md_table(rows, max_rows=100))}
+        metadata={
+            **skipped_partitions(run.skipped),
+            "selection": dg.MetadataValue.md(md_table(rows, max_rows=100)),
+        }
     )
 
 
@@ -299,16 +336,19 @@ def metabench(
     )
 
     responses, full = load_responses(storage)
-    split = pd.read_parquet(storage.layout.metabench_split())["split"]
     fits, skipped = {}, {}
-    for key in responses:
+    for key in catalog_table(storage)["key"].to_list():
         d = mb_dir(storage, key, "selection")
         if skip_reason(storage, key):
             skipped[key] = skip_reason(storage, key)
+        elif key not in responses:
+            skipped[key] = "no item responses (catalog `responses:`)"
         elif (d / "metabench.json").exists():
             fits[key] = load_benchmark_fit(d)
     if not fits:
-        raise dg.Failure(f"no benchmark could be distilled (skipped: {skipped})")
+        return skip_metabench(storage, skipped)
+    asset_ran(storage, "metabench")
+    split = pd.read_parquet(storage.layout.metabench_split())["split"]
     joint, joint_error = None, None
     if len(fits) >= 2:
         try:
@@ -324,7 +364,8 @@ def metabench(
         q = storage.layout.item_questions(key)
         if q.exists():
             questions[key] = pd.read_parquet(q)
-    exported = export_items(fit, questions, storage.layout.metabench_export())
+    exported = export_items(fit, questions, storage.layout.metabench_export(), list(questions))
+    not_exported = {k: "no question texts (catalog `items:`)" for k in fits if k not in questions}
     tasks_dir = write_fit_tasks(fit, world, storage, context)
     plots = storage.layout.plots_dir()
     rec_png = plot_reconstruction(fit, plots / "metabench_reconstruction.png")
@@ -367,11 +408,18 @@ def metabench(
                 tables=[("RMSE (points)", joint.rmse_table.reset_index(names="target"))],
             )
         )
+    if skipped or not_exported:
+        rows = [{"benchmark": k, "skipped": v} for k, v in skipped.items()]
+        rows += [{"benchmark": k, "skipped": f"distilled, items not exported: {v}"}
+                 for k, v in not_exported.items()]  # fmt: skip
+        sections.append(Section("Skipped", "Benchmarks left out, each with its reason.",
+                                tables=[("benchmarks", rows)]))  # fmt: skip
     html = render_html_report(
         sections, storage.layout.report("metabench_report.html"), title="sigmap — metabench"
     )
     return dg.MaterializeResult(
         metadata={
+            **skipped_partitions(skipped),
             "items_selected": fit.n_selected,
             "skipped_benchmarks": dg.MetadataValue.json(skipped),
             "items_total": int(n_items),
@@ -381,7 +429,50 @@ def metabench(
             "reconstruction": dg.MetadataValue.md(image_md(rec_png, "reconstructed vs true")),
             "information": dg.MetadataValue.md(image_md(info_png, "test information")),
             "export": dg.MetadataValue.json({k: str(v) for k, v in exported.items()}),
+            "not_exported": dg.MetadataValue.json(not_exported),
             "lm_eval_tasks": dg.MetadataValue.path(str(tasks_dir or "(no loglikelihood items)")),
             "report": dg.MetadataValue.path(str(html)),
         }
+    )
+
+
+def skip_metabench(storage: SigmapStorage, skipped: dict[str, str]) -> dg.MaterializeResult:
+    """No benchmark could be distilled on this world: the stored fit, export and summary of
+    an earlier run are removed (nothing scores new models with a fit that no longer follows
+    from the data) and the report says why, benchmark by benchmark."""
+    from sigmap_lib.reporting import Section, render_html_report
+
+    pool_reason = asset_skip_reason(storage, "irt_item_pool")
+    reason = (
+        pool_reason  # the whole stage could not start: the same reason, once
+        if pool_reason is not None and set(skipped.values()) == {pool_reason}
+        else f"no benchmark could be distilled ({len(skipped)} skipped, each with its reason)"
+    )
+    rows = [{"benchmark": k, "reason": v} for k, v in skipped.items()]
+    html = render_html_report(
+        [
+            Section(
+                "Skipped",
+                f"metabench was skipped on this world: {reason}",
+                tables=[("benchmarks", rows)],
+            )
+        ],
+        storage.layout.report("metabench_report.html"),
+        title="sigmap — metabench",
+    )
+    layout = storage.layout
+    return skip_asset(
+        storage,
+        "metabench",
+        reason,
+        outputs=[
+            layout.metabench_fit(),
+            layout.metabench_export(),
+            layout.metabench_tasks(),
+            layout.report("metabench_summary.json"),
+        ],
+        metadata={
+            "report": dg.MetadataValue.path(str(html)),
+            "skipped_benchmarks": dg.MetadataValue.json(skipped),
+        },
     )

@@ -9,6 +9,7 @@ import numpy as np
 from sigmap_assets.automation import aggregate_condition, automated
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.resources import SigmapStorage, WorldResource
+from sigmap_assets.skips import asset_ran, asset_skip_reason, skip_asset
 from sigmap_assets.tables import (
     catalog_table,
     current_ranks,
@@ -59,6 +60,17 @@ def load_matrix(storage: SigmapStorage, name: str):
     return m
 
 
+def skip_level(storage: SigmapStorage, name: str, reason: str, **metadata) -> dg.MaterializeResult:
+    """The ``{name}_overlap`` level cannot be computed on this world: its stored matrix and
+    heatmap are removed and the reason recorded (:mod:`sigmap_assets.skips`)."""
+    outputs = [
+        storage.layout.overlap_table(name),
+        storage.layout.overlap_arrays(name),
+        storage.layout.plot(f"{name}_heatmap.png"),
+    ]
+    return skip_asset(storage, f"{name}_overlap", reason, outputs=outputs, metadata=metadata)
+
+
 def matrix_metadata(storage: SigmapStorage, matrix, name: str, title: str) -> dict:
     from sigmap_lib.overlap import spread
     from sigmap_lib.reporting import heatmap
@@ -96,8 +108,16 @@ def performance_overlap(config: PerformanceConfig, storage: SigmapStorage) -> dg
         .select("model", "benchmark_key", "score")
         .rename({"benchmark_key": "benchmark"})
     )
+    if len(benches) < 2:
+        return skip_level(
+            storage,
+            "performance",
+            f"performance overlap compares the scores of >= 2 benchmarks; "
+            f"{len(benches)} benchmark(s) have scores in the score table {sorted(benches)}",
+        )
     matrix = perf((benches, values), min_common=config.min_common)
     save_matrix(storage, "performance", matrix)
+    asset_ran(storage, "performance_overlap")
     return dg.MaterializeResult(
         metadata={
             "models": len(models),
@@ -136,7 +156,10 @@ def load_questions(storage: SigmapStorage, keys: list[str]) -> dict[str, list[st
     kinds={"pytorch", "parquet"},
 )
 def semantic_overlap(
-    context: dg.AssetExecutionContext, config: SemanticConfig, storage: SigmapStorage
+    context: dg.AssetExecutionContext,
+    config: SemanticConfig,
+    storage: SigmapStorage,
+    world: WorldResource,
 ) -> dg.MaterializeResult:
     """Size-matched bootstrap cosine similarity of mean question embeddings (MiniLM, offline).
 
@@ -146,9 +169,13 @@ def semantic_overlap(
 
     keys = catalog_table(storage)["key"].to_list()
     questions = load_questions(storage, keys)
-    if len(questions) < 2:
-        raise dg.Failure(
-            f"semantic overlap needs question texts for >= 2 benchmarks, found {sorted(questions)}"
+    need = max(2, world.minimums().semantic_benchmarks)
+    if len(questions) < need:
+        return skip_level(
+            storage,
+            "semantic",
+            f"needs question texts (catalog `items:`) for >= {need} benchmarks "
+            f"(minimum semantic_benchmarks), found {len(questions)} {sorted(questions)}",
         )
     encoder = load_encoder(config.encoder_path or None)
     flat = [t for k in questions for t in questions[k]]
@@ -159,6 +186,7 @@ def semantic_overlap(
         i += len(texts)
     matrix = sem(embs, T=config.T, n_max=config.n_max or None, seed=config.seed)
     save_matrix(storage, "semantic", matrix)
+    asset_ran(storage, "semantic_overlap")
     return dg.MaterializeResult(
         metadata={
             "questions": len(flat),
@@ -260,7 +288,12 @@ def signature_overlap(
     inputs = signature_inputs(storage, keys)
     sigs, ranks, corpus, arrays = inputs.signatures, inputs.ranks, inputs.corpus, inputs.nll_arrays
     if len(sigs) < 2:
-        raise dg.Failure(f"signature overlap needs >= 2 current signatures, found {sorted(sigs)}")
+        return skip_level(
+            storage,
+            "signature",
+            f"needs the signatures of >= 2 benchmarks on the current models, found "
+            f"{len(sigs)} {sorted(sigs)}",
+        )
     bench = list(sigs)
 
     def read(units: np.ndarray) -> np.ndarray:
@@ -310,6 +343,7 @@ def signature_overlap(
             full[np.ix_(idx, idx)] = ci.extra.get(key, ci.extra.get(name))
             extras[name] = full
     save_matrix(storage, "signature", observed, {k: v for k, v in extras.items() if v is not None})
+    asset_ran(storage, "signature_overlap")
     iu = np.triu_indices(len(bench), 1)
     pairs = [
         {
@@ -379,11 +413,7 @@ def honest_inputs(
         "levels": {
             lv: None
             if lv in levels
-            else (
-                f"needs >= 2 current signatures, found {len(inputs.signatures)}"
-                if lv == "signature"
-                else f"{lv}_overlap not materialized"
-            )
+            else (asset_skip_reason(storage, f"{lv}_overlap") or f"{lv}_overlap not materialized")
             for lv in ("semantic", "performance", "signature")
         },
         "n_models": max((int(c["n_models"]) for c in cals), default=len(models)),
@@ -563,7 +593,7 @@ def overlap_report(
                     max_rows=64,
                 )
             ),
-            "skipped": dg.MetadataValue.md(md_table(honest["skipped"], max_rows=64)),
+            "skips": dg.MetadataValue.md(md_table(honest["skipped"], max_rows=64)),
             "plots": dg.MetadataValue.md(images),
             "summary": dg.MetadataValue.json(json_safe(summary)),
         }

@@ -11,7 +11,8 @@ import polars as pl
 from sigmap_assets.automation import aggregate_condition, automated, partition_condition
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions, shards_partitions
-from sigmap_assets.resources import SigmapStorage
+from sigmap_assets.resources import SigmapStorage, WorldResource
+from sigmap_assets.skips import skipped_partitions
 from sigmap_assets.tables import (
     current_ranks,
     open_corpus,
@@ -36,6 +37,17 @@ class ScreeningConfig(dg.Config):
     headroom: float = 2.0
     """Per-shard partials keep ``headroom × k`` candidates, so they stay valid (exact) while
     the corpus grows until ``k`` exceeds what they kept."""
+
+    def check(self) -> None:
+        """Reject what the screen would reject, before any benchmark is looked at (a world
+        whose benchmarks are all skipped still gets told about a wrong option)."""
+        from sigmap_lib.errors import SigmapInputError
+        from sigmap_lib.signatures import STATISTICS
+
+        if self.statistic not in STATISTICS:
+            raise SigmapInputError(f"statistic must be one of {STATISTICS}, got {self.statistic!r}")
+        if self.chunk_units < 1:
+            raise SigmapInputError(f"chunk_units must be >= 1, got {self.chunk_units}")
 
 
 def score_matrix(
@@ -109,7 +121,10 @@ def needed_k(config: ScreeningConfig, n_units: int) -> int:
     kinds={"json"},
 )
 def shard_screen(
-    context: dg.AssetExecutionContext, config: ScreeningConfig, storage: SigmapStorage
+    context: dg.AssetExecutionContext,
+    config: ScreeningConfig,
+    storage: SigmapStorage,
+    world: WorldResource,
 ) -> dg.MaterializeResult:
     """Stage 1 on one shard for EVERY benchmark in one pass: the shard's top candidates
     (with headroom), the histogram of all its correlations and the models used. The
@@ -118,6 +133,7 @@ def shard_screen(
     elsewhere recomputes nothing here)."""
     from sigmap_lib.signatures import ScreenPartial, split_screenable
 
+    config.check()
     shard_key = context.partition_key
     info = current_ranks(storage)
     path = storage.layout.shard_screen(shard_key)
@@ -129,7 +145,7 @@ def shard_screen(
     shard = used[shard_key]
     bench = sorted(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
     y_all = score_matrix(storage, info["models"], bench)
-    valid, skipped = split_screenable(y_all, bench)
+    valid, skipped = split_screenable(y_all, bench, world.minimums().signature_models)
     keys = [bench[j] for j in valid]
     hashes = _score_hashes(y_all[:, valid], info["models"], keys)
     ident = _shard_identity(info, shard, config)
@@ -180,7 +196,10 @@ def shard_screen(
     kinds={"numpy", "parquet"},
 )
 def screened_candidates(
-    context: dg.AssetExecutionContext, config: ScreeningConfig, storage: SigmapStorage
+    context: dg.AssetExecutionContext,
+    config: ScreeningConfig,
+    storage: SigmapStorage,
+    world: WorldResource,
 ) -> dg.MaterializeResult:
     """Stage 1: Thrush and pre-select rank correlations of every corpus unit with each benchmark,
     a running top-K per benchmark (fraction q, two-sided by default), and the histogram of all
@@ -192,10 +211,11 @@ def screened_candidates(
     from sigmap_lib.reporting import correlation_histogram
     from sigmap_lib.signatures import ScreenPartial, merge_screen, split_screenable
 
+    config.check()
     keys = list(context.partition_keys)
     info = current_ranks(storage)
     y_all = score_matrix(storage, info["models"], keys)
-    valid, skipped = split_screenable(y_all, keys)
+    valid, skipped = split_screenable(y_all, keys, world.minimums().signature_models)
     for key, reason in skipped.items():
         context.log.warning(f"benchmark {key} not screened: {reason}")
         write_parquet(
@@ -293,6 +313,7 @@ def screened_candidates(
     md = "\n\n".join(image_md(p, f"{k}: distribution of all correlations") for k, p in plots[:12])
     return dg.MaterializeResult(
         metadata={
+            **skipped_partitions(skipped),
             "benchmarks": len(keys),
             "not_screened": dg.MetadataValue.json(skipped),
             "units_screened": n_screened,

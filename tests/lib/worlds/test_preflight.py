@@ -172,7 +172,7 @@ def test_too_few_respondents_for_metabench(tmp_path: Path) -> None:
     lines = _only(preflight_world(root), "warning")
     assert len(lines) == 1
     assert "only 6 respondent(s) answered every benchmark" in lines[0]
-    assert "metabench's split needs >= 20" in lines[0]
+    assert "metabench needs >= 20 (minimum metabench_respondents; it is skipped)" in lines[0]
 
 
 def test_settings_and_missing_layout(world: Path) -> None:
