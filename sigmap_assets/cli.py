@@ -84,7 +84,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     logging.getLogger("dagster").setLevel(logging.WARNING)
 
     from sigmap_assets.demo import DemoRunner
-    from sigmap_assets.resources import write_project_config
+    from sigmap_assets.resources import read_project_config, write_project_config
 
     if getattr(args, "configured_only", False) and not _configured(_storage_root(args.storage)):
         root = _storage_root(args.storage)
@@ -102,6 +102,12 @@ def cmd_demo(args: argparse.Namespace) -> int:
             )
         else:
             path = Path(args.world).expanduser().resolve()
+            if _stored_minimums(root, path) is None and read_project_config(str(root)).get(
+                "minimums"
+            ):  # minimums given for another world do not carry over
+                print("sigmap: the --minimum values stored for the previous world are dropped "
+                      "(this world's settings.yaml applies)", file=sys.stderr)  # fmt: skip
+                write_project_config(str(root), minimums={})
             write_project_config(str(root), world="folder", world_path=str(path), world_quick=False)
     elif args.quick:
         write_project_config(str(root), world_quick=True)
@@ -113,7 +119,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
         except ValueError as exc:
             print(f"sigmap: {exc}", file=sys.stderr)
             return 2
-        write_project_config(str(root), minimums=minimums)
+        stored = read_project_config(str(root)).get("minimums") or {}
+        write_project_config(str(root), minimums={**stored, **minimums})  # merged, key by key
     if not _preflight_before_run(root):
         return 1
     defs = _load_defs()
@@ -177,6 +184,18 @@ def print_summary(summary: dict, layout: StorageLayout, stream) -> None:
             f"{layout.run_logs_dir()}); everything else ran with the complete inputs",
             file=stream,
         )
+
+
+def _stored_minimums(root: Path, folder: Path) -> dict | None:
+    """The ``--minimum`` values stored for this storage root, when ``folder`` is the world
+    they were given for (the configured one)."""
+    from sigmap_assets.resources import read_project_config
+
+    cfg = read_project_config(str(root))
+    configured = cfg.get("world_path")
+    if not configured or Path(configured).expanduser().resolve() != folder.resolve():
+        return None
+    return cfg.get("minimums") or None
 
 
 def _configured(root: Path) -> bool:
@@ -287,7 +306,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         print(f"sigmap check: the {kind} world is built by `sigmap demo` (not built yet at "
               f"{folder}); nothing to check")  # fmt: skip
         return 0
-    problems = preflight_world(folder)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")  # as `sigmap demo/run` score: offline
+    problems = preflight_world(folder, overrides=_stored_minimums(root, folder))
     errors, warnings = _print_problems(problems, sys.stdout)
     verdict = "ok" if not problems else f"{errors} error(s), {warnings} warning(s)"
     print(f"sigmap check: world {folder}: {verdict}")

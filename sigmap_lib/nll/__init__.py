@@ -34,6 +34,7 @@ from ._sharded import Coverage, ShardedRanks, select_coverage
 from ._store import (
     NLLStore,
     import_nll,
+    open_nll_source,
     shard_checksum,
 )
 
@@ -63,6 +64,7 @@ __all__ = [
     "model_context_length",
     "model_files",
     "model_fingerprint",
+    "open_nll_source",
     "rank_dtype",
     "rank_rows",
     "rank_store_identity",

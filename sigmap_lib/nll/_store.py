@@ -402,6 +402,35 @@ def _parse_manifest(raw: str, fs: _FS) -> dict[str, Any]:
     return m
 
 
+def open_nll_source(source: str | Path) -> Any:
+    """A precomputed per-unit NLL file, read lazily: a ``.npy`` file (memory-mapped) or a
+    zarr array (a folder).
+
+    Parameters
+    ----------
+    source : str or Path
+
+    Returns
+    -------
+    array_like, shape (n_units,)
+        Slices read only what they cover.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import open_nll_source
+    >>> np.save("ext.npy", np.arange(5, dtype=np.float32))
+    >>> open_nll_source("ext.npy")[1:3].tolist()
+    [1.0, 2.0]
+    """
+    src = Path(source)
+    if src.suffix == ".npy":
+        return np.load(src, mmap_mode="r")
+    import zarr
+
+    return zarr.open_array(str(src), mode="r")
+
+
 def import_nll(
     source: str | Path,
     corpus: Any,
@@ -460,12 +489,7 @@ def import_nll(
     src = Path(source)
     if not src.exists():
         raise SigmapInputError(f"model {model_id or '?'}: nll_source {src} does not exist")
-    if src.suffix == ".npy":
-        values = np.load(src, mmap_mode="r")
-    else:
-        import zarr
-
-        values = zarr.open_array(str(src), mode="r")
+    values = open_nll_source(src)
     expected = corpus.n_units if total_units is None else int(total_units)
     if values.ndim != 1 or values.shape[0] != expected:
         raise SigmapInputError(

@@ -16,8 +16,8 @@ from sigmap_lib.errors import SigmapInputError
 #: Why each minimum exists (shown by ``sigmap check``, the docs and skip messages).
 REASONS: dict[str, str] = {
     "score_models": (
-        "a benchmark scored by fewer registry models is dropped from the score table: its rank "
-        "correlations with per-unit perplexity would rest on too few orderings"
+        "a benchmark scored by fewer models (in the score files) is dropped from the score "
+        "table: its rank correlations with per-unit perplexity would rest on too few orderings"
     ),
     "coverage_models": (
         "rank statistics across models need at least this many models with complete NLL on a "

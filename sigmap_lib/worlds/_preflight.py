@@ -262,8 +262,9 @@ def _check_registry(c: _Collector) -> list[str]:
         if e.get("nll_source") is not None:
             src = Path(str(e["nll_source"])).expanduser()
             src = src if src.is_absolute() else base / src
-            if not src.is_file():
-                c.error(f, entry, f"nll_source {e['nll_source']!r} does not exist",
+            if not (src.is_file() or (src / ".zarray").is_file() or (src / "zarr.json").is_file()):
+                c.error(f, entry, f"nll_source {e['nll_source']!r} does not exist (a .npy "
+                        "file or a zarr array)",
                         "correct 'nll_source' (relative to models.yaml) or remove it")  # fmt: skip
         elif isinstance(e.get("gguf"), str):
             g = Path(e["gguf"]).expanduser()

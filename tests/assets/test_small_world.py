@@ -4,6 +4,7 @@ the run exits 0 and prints its summary; a wrong minimum is one clear error."""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -72,3 +73,26 @@ def test_init_world_writes_an_example_that_sigmap_demo_runs(tmp_path: Path) -> N
     assert run.returncode == 0, run.stderr[-4000:]
     cov = yaml.safe_load((tmp_path / "storage" / "ranks" / "CURRENT").read_text())
     assert "local__tiny-gpt2" in cov["models"]  # scored here, from its safetensors
+
+
+@pytest.mark.slow
+def test_stored_minimums_merge_apply_to_check_and_are_dropped_for_another_world(
+    tmp_path: Path, small_world: Path
+) -> None:
+    from sigmap_assets.resources import read_project_config
+
+    storage = str(tmp_path / "storage")
+    # a world that fails its check for another reason: the run stops before any compute
+    broken = tmp_path / "broken"
+    shutil.copytree(small_world, broken)
+    shutil.rmtree(broken / "corpus")
+    assert _sigmap(tmp_path, "demo", "--world", str(small_world), "--minimum",
+                   "score_models=3").returncode == 0  # fmt: skip
+    out = _sigmap(tmp_path, "check")  # the configured world, with its stored minimum
+    assert out.returncode == 0 and "min_models=5" not in out.stdout, out.stdout
+    out = _sigmap(tmp_path, "demo", "--world", str(small_world), "--minimum", "coverage_models=2")
+    assert read_project_config(storage)["minimums"] == {"score_models": 3, "coverage_models": 2}
+    out = _sigmap(tmp_path, "demo", "--world", str(broken))
+    assert out.returncode == 1
+    assert "--minimum values stored for the previous world are dropped" in out.stderr
+    assert read_project_config(storage)["minimums"] == {}

@@ -14,7 +14,7 @@ from sigmap_assets.tables import write_json, write_parquet
 
 class ScoresConfig(dg.Config):
     min_models: int = 0
-    """Benchmarks scored for fewer registry models are dropped (with a warning in metadata);
+    """Benchmarks scored for fewer models (in the score files) are dropped (with a warning in metadata);
     0 = the world's minimum (``settings.yaml`` ``minimums: {score_models: N}``, default 5)."""
     strict: bool = False
     """Turn the min_models warning into an error."""

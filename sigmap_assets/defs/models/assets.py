@@ -102,16 +102,24 @@ def cell_fingerprint(storage: SigmapStorage, compute: ComputeResource, spec, sha
         plan = [ShardSpec.from_dict(d) for d in read_plan(storage).get("shards", [])]
         spec_s = next((s for s in plan if s.key == shard_key), None)
         h = hashlib.sha256(f"import|{spec.id}|{spec.nll_source.name}".encode())
-        if spec_s is not None and spec.nll_source.exists() and spec.nll_source.suffix == ".npy":
-            values = np.load(spec.nll_source, mmap_mode="r")
+        if spec_s is not None and spec.nll_source.exists():
+            from sigmap_lib.nll import open_nll_source
+
+            values = open_nll_source(spec.nll_source)
             lo = shard_offsets(plan)[shard_key]
             h.update(np.ascontiguousarray(values[lo : lo + spec_s.n_units]).tobytes())
         return h.hexdigest()[:16]
     return model_fingerprint(
         spec,
-        settings={"dtype": compute.dtype},
+        settings={"dtype": scoring_dtype(spec, compute)},
         cache_path=storage.layout.fingerprint_cache() if storage.layout.is_local else None,
     )
+
+
+def scoring_dtype(spec, compute: ComputeResource) -> str:
+    """The dtype a model is scored in: its registry ``dtype`` when set, else the compute
+    resource's (``auto``: float32 on CPU, bfloat16/float16 on accelerators)."""
+    return spec.dtype if spec.dtype != "auto" else compute.dtype
 
 
 def complete_cell(storage: SigmapStorage, shard_key: str, model_key: str, fingerprint=None):
@@ -213,16 +221,17 @@ def token_nll(
 _LAST_MODEL: dict = {}
 
 
-def _loaded_model(spec, compute: ComputeResource, gguf_cache, fingerprint: str):
+def loaded_model(spec, compute: ComputeResource, gguf_cache, fingerprint: str):
     from sigmap_lib.nll import load_model
 
-    key = (fingerprint, spec.source, compute.device, compute.dtype, str(gguf_cache))
+    dtype = scoring_dtype(spec, compute)
+    key = (fingerprint, spec.source, compute.device, dtype, str(gguf_cache))
     if _LAST_MODEL.get("key") != key:
         _LAST_MODEL.clear()  # drop the previous model before loading the next
         _LAST_MODEL["value"] = load_model(
             spec.source,
             device=compute.device,
-            dtype=compute.dtype,
+            dtype=dtype,
             revision=spec.revision,
             gguf_cache=gguf_cache,
         )
@@ -249,7 +258,7 @@ def score_cell(
                 f"{spec.id}: storage root {storage.root} is not local; the GGUF file is "
                 "dequantized in memory (no cache)"
             )
-    model, tokenizer = _loaded_model(spec, compute, gguf_cache, fingerprint)
+    model, tokenizer = loaded_model(spec, compute, gguf_cache, fingerprint)
 
     def progress(p: dict) -> None:  # score_corpus reports one dict per committed block
         total = p["shards_done"] + p["shards_pending"]

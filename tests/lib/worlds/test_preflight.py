@@ -182,3 +182,26 @@ def test_settings_and_missing_layout(world: Path) -> None:
     assert errors[0].startswith("error: catalog.yaml: -: missing from the world folder")
     assert any("settings.yaml: group 'metabench'" in x and "unknown option(s) ['lamda']" in x
                for x in errors)  # fmt: skip
+
+
+def test_nll_source_may_be_a_zarr_array(world: Path) -> None:
+    import numpy as np
+    import zarr
+
+    values = np.load(world / "nll" / "model_000.npy")
+    arr = zarr.create_array(str(world / "nll" / "alpha.zarr"), shape=values.shape, dtype="f4")
+    arr[:] = values
+    _edit_registry(world, "synthetic/alpha-00", nll_source="nll/alpha.zarr")
+    assert _only(preflight_world(world), "error") == []
+    _edit_registry(world, "synthetic/alpha-00", nll_source="nll/beta.zarr")  # not there
+    [err] = _only(preflight_world(world), "error")
+    assert "nll_source 'nll/beta.zarr' does not exist (a .npy file or a zarr array)" in err
+
+
+def test_minimums_of_the_world_decide_the_stage_warnings(world: Path) -> None:
+    # 28 respondents: enough by default; a world asking for 40 is told metabench is skipped
+    assert not any("metabench needs" in x for x in _only(preflight_world(world), "warning"))
+    lines = _only(preflight_world(world, overrides={"metabench_respondents": 40}), "warning")
+    assert any("metabench needs >= 40 (minimum metabench_respondents" in x for x in lines)
+    lines = _only(preflight_world(world, overrides={"semantic_benchmarks": 3}), "warning")
+    assert any("semantic overlap needs >= 3 (minimum semantic_benchmarks" in x for x in lines)
