@@ -341,6 +341,8 @@ def cmd_sync(args: argparse.Namespace) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     import dagster as dg
 
+    from sigmap_assets.skips import skips_of
+
     _setup_env(args.storage)
     defs = _load_defs()
     graph = defs.resolve_asset_graph()
@@ -350,6 +352,9 @@ def cmd_status(args: argparse.Namespace) -> int:
             if node.partitions_def is None:
                 ev = instance.get_latest_materialization_event(key)
                 state = "materialized" if ev else "missing"
+                skip = skips_of(ev.asset_materialization.metadata).get("*") if ev else None
+                if skip:
+                    state = f"skipped on this world: {skip}"
             else:
                 pdef = node.partitions_def
                 if isinstance(pdef, dg.MultiPartitionsDefinition):

@@ -107,6 +107,9 @@ def test_worlds_without_items_responses_or_scores_run_to_the_end_and_say_why(
     third = run_cli(tmp_path, "run")
     assert third.returncode == 0 and "ran: world;" in third.stderr
     assert "semantic_overlap: needs question texts" in _skip_block(third.stderr)
+    status = run_cli(tmp_path, "status")
+    line = next(x for x in status.stdout.splitlines() if x.startswith("semantic_overlap"))
+    assert "skipped on this world: needs question texts" in line
     # responses back: the stages run again and their skip marks go
     _edit_catalog(
         world, lambda b: b["math_ai2_00"].update(responses="responses/math_ai2_00.parquet")

@@ -42,8 +42,12 @@ class ScreeningConfig(dg.Config):
         """Reject what the screen would reject, before any benchmark is looked at (a world
         whose benchmarks are all skipped still gets told about a wrong option)."""
         from sigmap_lib.errors import SigmapInputError
-        from sigmap_lib.signatures import STATISTICS
+        from sigmap_lib.signatures import STATISTICS, corpus_k
 
+        if self.k < 0:
+            raise SigmapInputError(f"k must be >= 0 (0 = use q), got {self.k}")
+        if not self.k:
+            corpus_k(self.q, 1)  # q outside (0, 1] is rejected with the library's message
         if self.statistic not in STATISTICS:
             raise SigmapInputError(f"statistic must be one of {STATISTICS}, got {self.statistic!r}")
         if self.chunk_units < 1:
