@@ -28,6 +28,7 @@ from ._ranks import (
     rank_dtype,
     rank_rows,
     rank_store_identity,
+    read_points,
     values_dtype,
 )
 from ._sharded import Coverage, ShardedRanks, select_coverage
@@ -68,6 +69,7 @@ __all__ = [
     "rank_dtype",
     "rank_rows",
     "rank_store_identity",
+    "read_points",
     "resolve_device",
     "score_corpus",
     "select_coverage",

@@ -237,7 +237,9 @@ class NLLStore:
             raise SigmapInputError(f"NLL store {fs}: no {_MANIFEST} (not an NLL store)")
         manifest = _parse_manifest(raw, fs)
         arr = zarr.open_array(fs.zarr_store(read_only=True), mode="r")
-        return cls._from_parts(fs, manifest, arr)
+        store = cls._from_parts(fs, manifest, arr)
+        store._read_only = True  # `array` hands out this handle (opening one costs ~1 ms)
+        return store
 
     # ------------------------------------------------------------------ properties
     @property
@@ -265,6 +267,8 @@ class NLLStore:
         """The zarr array, opened read-only."""
         import zarr
 
+        if getattr(self, "_read_only", False):
+            return self._arr
         return zarr.open_array(self._fs.zarr_store(read_only=True), mode="r")
 
     @property

@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.nll._ranks import RankStore, check_model_arrays
+from sigmap_lib.nll._ranks import RankStore, check_model_arrays, read_points
 from sigmap_lib.signatures._calibration import (
     CALIBRATED_METHODS,
     Calibration,
@@ -108,12 +108,8 @@ def gather_units(nll_arrays: Any, unit_indices: Any) -> np.ndarray:
     uniq, inverse = np.unique(idx, return_inverse=True)
     out = np.empty((len(arrays), uniq.size), dtype=np.float64)
     for j, arr in enumerate(arrays):
-        if uniq.size == 0:
-            continue
-        if hasattr(arr, "get_orthogonal_selection"):
-            out[j] = np.asarray(arr.get_orthogonal_selection((uniq,)), dtype=np.float64)
-        else:
-            out[j] = np.asarray(arr[uniq], dtype=np.float64)
+        if uniq.size:
+            out[j] = read_points(arr, uniq)
     return out[:, inverse]
 
 
