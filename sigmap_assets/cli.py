@@ -406,9 +406,22 @@ def registry_lines(instance) -> list[str]:
         )
         for k in removed:
             out.append(
-                f"  {k}: removed from {fname} (partition and data kept; sigmap gc lists unused data)"
+                f"  {k}: removed from {fname} (partition and data kept; `sigmap gc` lists its data)"
             )
     return out
+
+
+def _registry_keys(storage) -> set[str] | None:
+    """The model keys of the configured world's registry (None when it cannot be read:
+    then no model's data counts as removed)."""
+    from sigmap_assets.resources import WorldResource
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.inputs import read_registry
+
+    try:
+        return {s.key for s in read_registry(WorldResource(storage=storage).file("models.yaml"))}
+    except (OSError, ValueError, SigmapInputError):
+        return None
 
 
 def cmd_gc(args: argparse.Namespace) -> int:
@@ -419,7 +432,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
     if not storage.layout.is_local:
         print("sigmap gc: only local storage roots are supported", file=sys.stderr)
         return 2
-    unused = unused_paths(storage)
+    unused = unused_paths(storage, registry=_registry_keys(storage))
     for p, why in unused:
         print(f"{p}  ({why})")
     if not unused:

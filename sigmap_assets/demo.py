@@ -359,11 +359,12 @@ class DemoRunner:
                 continue
             try:
                 expected = self._run_step(step, label, prog, summary, expected)
+                skips = self.skips(step)
             except RuntimeError as exc:  # an unpartitioned / range stage: its downstream waits
                 failed_assets |= set(step.assets)
                 summary["failed"].append({"stage": step.stage, "partition": "", "error": str(exc)})
                 prog.line(label, f"FAILED: {str(exc).splitlines()[1].strip()}")
-            skips = self.skips(step)
+                skips = []  # its last materialization is an earlier run's, not this one's
             summary["skips"] += skips
             if step.stage in summary["ran"]:
                 for sk in skips:

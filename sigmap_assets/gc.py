@@ -1,8 +1,9 @@
 """`sigmap gc`: list (and with ``--yes`` remove) stored data that no current key uses.
 
-Unused: NLL cells of a superseded model fingerprint (weights changed), rank stores other than a
-shard's current one, and every stored product of a shard that is no longer in the plan (its
-file was removed or changed), plus data of the single-corpus layout before shards. Never touched:
+Unused: NLL cells of a superseded model fingerprint (weights changed) and of models removed
+from the registry, rank stores other than a shard's current one, and every stored product of a
+shard that is no longer in the plan (its file was removed or changed), plus data of the
+single-corpus layout before shards. Never touched:
 the current plan's shards, each cell's and shard's CURRENT data, tables, reports, metabench, the
 Dagster instance, worlds and model caches.
 """
@@ -20,8 +21,13 @@ def _dirs(p: Path) -> list[Path]:
     return sorted(q for q in p.iterdir() if q.is_dir()) if p.is_dir() else []
 
 
-def unused_paths(storage: SigmapStorage) -> list[tuple[Path, str]]:
-    """``(path, why)`` of every stored item no current key uses (local roots)."""
+def unused_paths(
+    storage: SigmapStorage, registry: set[str] | None = None
+) -> list[tuple[Path, str]]:
+    """``(path, why)`` of every stored item no current key uses (local roots).
+
+    ``registry``: the model keys of the current ``models.yaml``; the NLL cells of other
+    models are listed too (None: the registry is not consulted)."""
     lay = storage.layout
     plan = {s["key"] for s in read_plan(storage).get("shards", [])}
     out: list[tuple[Path, str]] = [
@@ -35,6 +41,9 @@ def unused_paths(storage: SigmapStorage) -> list[tuple[Path, str]]:
             out.append((shard, "NLL of a shard no longer in the plan"))
             continue
         for model in _dirs(shard):
+            if registry is not None and model.name not in registry:
+                out.append((model, "NLL of a model removed from models.yaml"))
+                continue
             cur = model / "CURRENT"
             keep = read_json(cur)["fingerprint"] if cur.exists() else None
             for fp in _dirs(model):

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from sigmap_assets.demo import STEPS, DemoRunner
-from sigmap_lib.inputs import read_corpus, segment_units
+from sigmap_lib.inputs import read_corpus, read_registry, segment_units
 from sigmap_lib.nll import NLLStore
 from tests.assets.harness import Project
 
@@ -294,3 +294,9 @@ def test_changed_weights_rescore_only_that_model(
     unused = dict(unused_paths(project.storage))  # the superseded cell and rank store only
     assert old_dir in unused and len(unused) == 2
     assert any(why == "superseded rank store" for why in unused.values())
+    # a model removed from the registry: its cells are listed once the registry is consulted
+    keys = {s.key for s in read_registry(synthetic_world / "models.yaml")} - {"local__a"}
+    unused = dict(unused_paths(project.storage, registry=keys))
+    cell_root = Path(project.storage.layout.nll_cell(shard, "local__a", "x")).parent
+    assert unused[cell_root] == "NLL of a model removed from models.yaml"
+    assert len(unused) == 2  # the superseded cell is inside it; the rank store as before
