@@ -4,7 +4,7 @@ A small synthetic world is materialized (world → … → overlaps) into a pers
 instance in a temporary ``DAGSTER_HOME``; ``dagster dev -w workspace.yaml`` is started on
 127.0.0.1 with that home and storage root, in its own process group; Debian's Chromium,
 driven by Playwright (no browser download), opens the global asset lineage and two
-materialized asset pages and checks what a user sees there: every asset of the code
+materialized asset pages and the models × shards partitions of token_nll, and checks what a user sees there: every asset of the code
 location on the graph, the materialization metadata of ``signature_overlap`` read from
 this instance, its heatmap (a PNG data URI in markdown metadata) rendered as an image
 byte-identical to the stored plot, the screening histograms and the summary table.
@@ -155,6 +155,8 @@ class Materialized:
     histograms_md: str
     n_benchmarks: int
     asset_names: list[str]
+    shards: list[str]
+    n_cells: int
 
 
 @pytest.fixture
@@ -189,6 +191,8 @@ def materialized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Materialize
         assert instance.get_latest_materialization_event(dg.AssetKey("overlap_report")) is None
         n_benchmarks = len(project.keys("benchmarks"))
         names = sorted({k.to_user_string() for a in project.assets for k in a.keys})
+        shards = project.keys("shards")
+        n_cells = len(instance.get_materialized_partitions(dg.AssetKey("token_nll")))
 
     return Materialized(
         home=home,
@@ -198,6 +202,8 @@ def materialized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Materialize
         histograms_md=screening["histograms"].value,
         n_benchmarks=n_benchmarks,
         asset_names=names,
+        shards=shards,
+        n_cells=n_cells,
     )
 
 
@@ -484,6 +490,15 @@ def test_asset_graph_and_plots_in_browser(
             expect(imgs.first).to_be_visible()
             assert imgs.first.evaluate("i => i.complete && i.naturalWidth") > 200
             shot(page, "05-screened-candidates-histograms.png")
+
+            # 6. token_nll: the models × shards grid of its two partition dimensions.
+            page.goto(f"{url}/assets/token_nll?view=partitions")
+            for dim in ("model", "shard"):  # one column per dimension, each with its filter
+                expect(page.locator(f'input[placeholder^="Filter by {dim}"]')).to_be_visible()
+            expect(page.get_by_text(f"Materialized ({materialized.n_cells})")).to_be_visible()
+            assert materialized.n_cells == len(materialized.shards) * 12  # 12 models × shards
+            expect(page.get_by_text("synthetic__alpha-00", exact=True).first).to_be_visible()
+            shot(page, "06-token-nll-partitions.png")
         except Exception:
             if context.pages:  # what the browser showed when a check failed
                 context.pages[0].screenshot(path=str(SCREENSHOTS / "failure.png"))
