@@ -13,6 +13,7 @@ import dagster as dg
 from sigmap_assets.definitions import defs as project_defs
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
 
+RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 QUIET = {"loggers": {"console": {"config": {"log_level": "ERROR"}}}}
 
 
@@ -42,10 +43,7 @@ class Project:
     ) -> dg.ExecuteInProcessResult:
         tags = {}
         if prange:
-            tags = {
-                "dagster/asset_partition_range_start": prange[0],
-                "dagster/asset_partition_range_end": prange[1],
-            }
+            tags = {RANGE_START: prange[0], RANGE_END: prange[1]}
         checks = [c for c in self.defs.asset_checks or []]
         return dg.materialize(
             [*self.assets, *checks],
@@ -70,6 +68,16 @@ class Project:
 
     #: corpus_manifest's run config: the small world's 3,000 units in 3 shards
     corpus_config = {"ops": {"corpus_manifest": {"config": {"shard_units": 1000}}}}
+
+    #: signatures' run config: the paper's mode, cheap (12 models are too few for the
+    #: calibrated default to find planted units at d = 3,000; test_calibrated_* runs it)
+    signatures_config = {
+        "ops": {
+            "signatures": {
+                "config": {"method": "aic", "n_bootstrap": 5, "n_permutations": 3, "loo": False}
+            }
+        }
+    }
 
     def keys(self, name: str) -> list[str]:
         return list(self.instance.get_dynamic_partitions(name))
@@ -120,22 +128,7 @@ class Project:
                 self.materialize(["screened_candidates"], prange=self._brange()),
             ),
             "signatures": lambda: self.materialize(
-                ["signatures"],
-                prange=self._brange(),
-                run_config={
-                    "ops": {
-                        # the paper's mode: 12 models are too few for the calibrated
-                        # default to find planted units at d = 3,000 (test_calibrated_* runs it)
-                        "signatures": {
-                            "config": {
-                                "method": "aic",
-                                "n_bootstrap": 5,
-                                "n_permutations": 3,
-                                "loo": False,
-                            }
-                        }
-                    }
-                },
+                ["signatures"], prange=self._brange(), run_config=self.signatures_config
             ),
             "overlap": lambda: self.materialize(
                 ["performance_overlap", "semantic_overlap", "signature_overlap"],
@@ -153,6 +146,57 @@ class Project:
         }
         for s in todo:
             steps[s]()
+
+    def backfill_requests(self, asset: str, partitions: Sequence[str]) -> list[dg.RunRequest]:
+        """The run requests of a backfill's first daemon iteration over these partitions of
+        ``asset``: Dagster's own asset-backfill iteration (what the daemon runs for a backfill
+        launched from the UI, `dagster asset backfill` or the automation sensor), so each
+        asset's backfill policy is applied as Dagster applies it."""
+        import logging
+        import time
+
+        from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
+        from dagster._core.execution.asset_backfill import (
+            AssetBackfillData,
+            execute_asset_backfill_iteration_inner,
+        )
+
+        now = time.time()
+        data = AssetBackfillData.from_asset_partitions(
+            asset_graph=self.defs.resolve_asset_graph(),
+            partition_names=list(partitions),
+            asset_selection=[dg.AssetKey(asset)],
+            dynamic_partitions_store=self.instance,
+            backfill_start_timestamp=now,
+            all_partitions=False,
+        )
+        result = execute_asset_backfill_iteration_inner(
+            backfill_id="test",
+            asset_backfill_data=data,
+            asset_graph_view=AssetGraphView.for_test(self.defs, self.instance),
+            backfill_start_timestamp=now,
+            logger=logging.getLogger("test"),
+            run_config=None,
+        )
+        return list(result.run_requests)
+
+    def backfill(
+        self, asset: str, partitions: Sequence[str], run_config: dict | None = None
+    ) -> list[dg.ExecuteInProcessResult]:
+        """Execute, in-process, the runs a backfill of these partitions of ``asset`` launches
+        (:meth:`backfill_requests`): each with its partition, or partition-range, tags."""
+        results = []
+        for r in self.backfill_requests(asset, partitions):
+            start, end = r.tags.get(RANGE_START), r.tags.get(RANGE_END)
+            results.append(
+                self.materialize(
+                    [asset],
+                    partition=None if start else r.partition_key,
+                    prange=(start, end) if start else None,
+                    run_config=run_config,
+                )
+            )
+        return results
 
     def _brange(self) -> tuple[str, str]:
         keys = self.keys("benchmarks")

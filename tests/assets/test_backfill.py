@@ -9,20 +9,11 @@ them; the single-run range is then executed in-process to check the asset sees e
 
 from __future__ import annotations
 
-import logging
-import time
 from pathlib import Path
 
 import dagster as dg
-from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView
-from dagster._core.execution.asset_backfill import (
-    AssetBackfillData,
-    execute_asset_backfill_iteration_inner,
-)
 
-from tests.assets.harness import Project
-
-RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
+from tests.assets.harness import RANGE_END, RANGE_START, Project
 
 
 def first_iteration(
@@ -30,26 +21,8 @@ def first_iteration(
 ) -> list[dg.RunRequest]:
     """The run requests of a backfill's first daemon iteration over these partitions of
     ``asset`` (a dynamic partitions name: all of its keys)."""
-    graph = project.defs.resolve_asset_graph()
-    now = time.time()
-    data = AssetBackfillData.from_asset_partitions(
-        asset_graph=graph,
-        partition_names=project.keys(partitions) if isinstance(partitions, str) else partitions,
-        asset_selection=[dg.AssetKey(asset)],
-        dynamic_partitions_store=project.instance,
-        backfill_start_timestamp=now,
-        all_partitions=False,
-    )
-    view = AssetGraphView.for_test(project.defs, project.instance)
-    result = execute_asset_backfill_iteration_inner(
-        backfill_id="test",
-        asset_backfill_data=data,
-        asset_graph_view=view,
-        backfill_start_timestamp=now,
-        logger=logging.getLogger("test"),
-        run_config=None,
-    )
-    return list(result.run_requests)
+    keys = project.keys(partitions) if isinstance(partitions, str) else partitions
+    return project.backfill_requests(asset, keys)
 
 
 def test_token_nll_backfill_is_one_run_per_cell_in_the_gpu_pool(project: Project) -> None:

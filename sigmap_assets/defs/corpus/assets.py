@@ -114,6 +114,15 @@ def corpus_manifest(
     )
 
 
+#: The data version of every `corpus_shard` partition. A shard key names its content (the
+#: file's path and sha256, the unit pattern, the document range), so what is stored under one
+#: key never changes and one version serves every partition (Dagster compares versions per
+#: partition). It is also all a run over a range of shards can record: Dagster keeps one data
+#: version per step output, shared by the partitions of the run, so the version a shard gets
+#: does not depend on the run shape (one key, a range, all) that wrote it.
+SHARD_DATA_VERSION = "content-addressed"
+
+
 @dg.asset(
     group_name="corpus",
     partitions_def=shards_partitions,
@@ -125,15 +134,30 @@ def corpus_manifest(
 def corpus_shard(
     context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
 ) -> dg.MaterializeResult:
-    """One shard's documents segmented into model-independent units with UTF-8 byte offsets,
-    written streaming (bounded memory) and atomically. A shard key names its content, so a
-    stored shard is never rewritten; a file changed since planning is an error naming it."""
+    """Each shard's documents segmented into model-independent units with UTF-8 byte offsets,
+    written streaming (bounded memory) and atomically. A run covers one shard or a range of
+    up to eight (a backfill, "Materialize all", automation filling several new shards); each
+    shard gets its own metadata. A shard key names its content, so a stored shard is never
+    rewritten; a file changed since planning is an error naming it (the shards the run
+    wrote before it stay stored and are reused when the run is retried)."""
+    plan = {d["key"]: d for d in read_plan(storage).get("shards", [])}
+    rows = []
+    for key in context.partition_keys:
+        meta = build_shard(plan, key, world, storage)
+        context.add_asset_metadata(meta, partition_key=key)
+        rows.append({"shard": key, **{k: meta[k] for k in ("file", "units", "reused")}})
+    return dg.MaterializeResult(
+        metadata={"shards_in_run": len(rows), "run_shards": dg.MetadataValue.md(md_table(rows))},
+        data_version=dg.DataVersion(SHARD_DATA_VERSION),
+    )
+
+
+def build_shard(plan: dict, key: str, world: WorldResource, storage: SigmapStorage) -> dict:
+    """Write (or reuse) the store of shard ``key``; its materialization metadata."""
     from sigmap_lib.inputs import ShardStore, write_shard_store
 
-    key = context.partition_key
-    spec = shard_spec(storage, key)
+    spec = shard_spec(plan, key, storage)
     out = storage.layout.shard_store(key)
-    reused = False
     try:
         store = ShardStore.open(out)
         reused = store.spec == spec
@@ -146,27 +170,24 @@ def corpus_shard(
     for i in range(0, store.n_units, step)[:6]:
         left, unit = store.context(i, n_left=12)
         sample.append({"unit": i, "left context": left[-80:], "unit text": unit})
-    return dg.MaterializeResult(
-        metadata={
-            "file": spec.file,
-            "documents": store.n_documents,
-            "units": store.n_units,
-            "bytes": store.n_bytes,
-            "reused": reused,
-            "store": dg.MetadataValue.path(str(out)),
-            "sample_units": dg.MetadataValue.md(md_table(sample)),
-        },
-        data_version=dg.DataVersion(key),
-    )
+    return {
+        "file": spec.file,
+        "documents": store.n_documents,
+        "units": store.n_units,
+        "bytes": store.n_bytes,
+        "reused": reused,
+        "store": dg.MetadataValue.path(str(out)),
+        "sample_units": dg.MetadataValue.md(md_table(sample)),
+    }
 
 
-def shard_spec(storage: SigmapStorage, key: str):
-    """The plan entry of shard ``key`` (a Failure naming the plan when it is not there)."""
+def shard_spec(plan: dict, key: str, storage: SigmapStorage):
+    """The plan entry of shard ``key`` (``plan``: the stored plan's entries by key); a
+    Failure naming the plan when it is not there."""
     from sigmap_lib.inputs import ShardSpec
 
-    for d in read_plan(storage).get("shards", []):
-        if d["key"] == key:
-            return ShardSpec.from_dict(d)
+    if key in plan:
+        return ShardSpec.from_dict(plan[key])
     raise dg.Failure(
         f"shard {key!r} is not in the current plan {storage.layout.corpus_plan()} "
         "(its file was removed or changed; materialize corpus_manifest)"
