@@ -51,3 +51,26 @@ def plot_metadata(paths: Mapping[str, str | Path]) -> dict[str, dg.MetadataValue
         meta[f"plot_{key}"] = dg.MetadataValue.md(image_md(p, title))
         meta[f"plot_{key}_path"] = dg.MetadataValue.path(str(p))
     return meta
+
+
+def json_safe(obj: Any) -> Any:
+    """``obj`` as plain JSON values (NumPy scalars and arrays, paths allowed) with every NaN
+    or infinite float as ``None`` (JSON has no NaN; the UI shows ``null``). The values are
+    replaced where they are, in the structure: strings are never touched, so a finding that
+    says "NaN" keeps saying it."""
+    import json
+    import math
+
+    from sigmap_lib._util import json_default
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, float):
+            return v if math.isfinite(v) else None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    # the round trip gives JSON's own types and key spelling; NaN and ±inf come back as floats
+    return clean(json.loads(json.dumps(obj, default=json_default, allow_nan=True)))

@@ -7,7 +7,7 @@ import dagster as dg
 import numpy as np
 
 from sigmap_assets.automation import aggregate_condition, automated
-from sigmap_assets.metadata import image_md, md_table
+from sigmap_assets.metadata import image_md, json_safe, md_table
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import asset_ran, asset_skip_reason, skip_asset
 from sigmap_assets.tables import (
@@ -598,11 +598,3 @@ def overlap_report(
             "summary": dg.MetadataValue.json(json_safe(summary)),
         }
     )
-
-
-def json_safe(obj):
-    import json
-
-    from sigmap_assets.tables import json_default
-
-    return json.loads(json.dumps(obj, default=json_default, allow_nan=True).replace("NaN", "null"))
