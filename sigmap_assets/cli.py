@@ -535,11 +535,48 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _command_name(args: argparse.Namespace) -> str:
+    """``sigmap metabench score`` etc.: the subcommand words of ``args``."""
+    words = [args.command]
+    sub = getattr(args, f"{args.command}_command", None)
+    return " ".join(["sigmap", *words, *([sub] if sub else [])])
+
+
+def _write_error_log(args: argparse.Namespace, name: str, argv: list[str]) -> Path | None:
+    """The current exception's full traceback under ``<storage>/.sigmap/logs/`` (the
+    folder `sigmap run` writes its failures to); None when nothing can be written there."""
+    import time
+    import traceback
+
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    slug = name.removeprefix("sigmap ").replace(" ", "-")
+    try:
+        folder = StorageLayout(str(_storage_root(args.storage))).run_logs_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"{slug}-{stamp}-{os.getpid()}.log"
+        path.write_text(f"sigmap {' '.join(argv)}\n\n{traceback.format_exc()}")
+    except (OSError, ValueError):  # a read-only or remote storage root: no log
+        return None
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand. A :class:`~sigmap_lib.errors.SigmapInputError` (bad input: the
+    message names what, where and the fix) prints one line and exits 1; its traceback goes
+    to a log file under ``<storage>/.sigmap/logs/`` whose path ends the line."""
+    from sigmap_lib.errors import SigmapInputError
+
     args = build_parser().parse_args(argv)
     if getattr(args, "storage", None) is None:
         args.storage = None
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except SigmapInputError as exc:
+        name = _command_name(args)
+        log = _write_error_log(args, name, sys.argv[1:] if argv is None else list(argv))
+        message = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
+        print(f"{name}: {message}" + (f" (traceback: {log})" if log else ""), file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -156,8 +156,9 @@ def iter_jsonl(path: str | Path, what: str = "") -> Iterator[tuple[int, dict[str
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
+                what_ = exc.msg if exc.msg.endswith(" at") else f"{exc.msg} at"  # no "at at"
                 raise SigmapInputError(
-                    f"{where}: malformed JSON (line {lineno} is not valid JSON: {exc.msg} at "
+                    f"{where}: malformed JSON (line {lineno} is not valid JSON: {what_} "
                     f"column {exc.colno})"
                 ) from exc
             if not isinstance(obj, dict):

@@ -34,6 +34,7 @@ from ._logs import (
     answers_frame,
     fit_rules,
     manifest_rules,
+    model_label,
     published_rules,
     read_lm_eval_answers,
 )
@@ -54,7 +55,15 @@ from ._pool import (
 from ._score import (
     score_new_models,
 )
-from ._scorer import BenchmarkScorer, MetabenchScorer, local_interval
+from ._scorer import (
+    COVERAGE_AT_MIN_SHARE,
+    MIN_ANSWERED_SHARE,
+    BenchmarkScorer,
+    MetabenchScorer,
+    local_interval,
+    low_answers_warning,
+    score_range_of,
+)
 from ._select import (
     BenchmarkFit,
     information_filter,
@@ -70,8 +79,11 @@ from ._tasks import (
     published_tasks,
     write_lm_eval_tasks,
 )
+from ._validate import partial_answer_coverage
 
 __all__ = [
+    "COVERAGE_AT_MIN_SHARE",
+    "MIN_ANSWERED_SHARE",
     "PUBLISHED_BENCHMARKS",
     "TINY_SETTINGS",
     "BenchmarkFit",
@@ -104,7 +116,10 @@ __all__ = [
     "load_item_pool",
     "load_pool_irt",
     "local_interval",
+    "low_answers_warning",
     "manifest_rules",
+    "model_label",
+    "partial_answer_coverage",
     "published_rules",
     "published_tasks",
     "read_lm_eval_answers",
@@ -113,6 +128,7 @@ __all__ = [
     "save_item_pool",
     "save_pool_irt",
     "score_new_models",
+    "score_range_of",
     "select_items",
     "simulate_benchmarks",
     "split_models",

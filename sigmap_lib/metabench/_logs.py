@@ -24,6 +24,7 @@ from sigmap_lib._util._files import files_in
 from sigmap_lib._util._tables import iter_jsonl, load_json
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs._items import lm_eval_folder_model, samples_task
+from sigmap_lib.inputs.scores._lm_eval import file_time
 from sigmap_lib.metabench._tasks import PUBLISHED_BENCHMARKS
 
 
@@ -203,11 +204,55 @@ class LogAnswers:
         ``(model, benchmark) -> samples file`` each answer set came from.
     ignored : list of str
         Samples files of tasks the rules do not cover (other benchmarks the model ran).
+    replaced : list of (str, str)
+        ``(kept, dropped)`` samples files where ``latest=True`` kept the newer of two logs
+        of one model and benchmark.
+    labels : dict
+        Model -> a short display name (:func:`model_label`).
     """
 
     answers: dict[str, dict[str, dict[str, int]]] = field(default_factory=dict)
     files: dict[tuple[str, str], Path] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)
+    replaced: list[tuple[str, str]] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def ignored_tasks(self) -> list[str]:
+        """The task names of :attr:`ignored`, sorted."""
+        return sorted({samples_task(Path(f)) or Path(f).name for f in self.ignored})
+
+
+def model_label(model: str) -> str:
+    """A short display name of a model id taken from lm-eval's results.
+
+    A Hugging Face id (``org/name``) stays as it is. A local path (absolute, ``./``,
+    ``~``, or more than two components) becomes its last component; a folder converted from
+    a GGUF file by :func:`sigmap_lib.nll.convert_gguf` (a ``gguf_source.json`` inside,
+    named by a hash) becomes the GGUF file's name without ``.gguf`` when the folder is
+    readable here.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import model_label
+    >>> model_label("EleutherAI/pythia-160m"), model_label("/scratch/models/my-llama-7b/")
+    ('EleutherAI/pythia-160m', 'my-llama-7b')
+    """
+    import json
+
+    text = model.strip()
+    path = Path(text).expanduser()
+    looks_local = text.startswith(("/", ".", "~")) or len(path.parts) > 2
+    if not looks_local:
+        return text
+    source = path / "gguf_source.json"
+    try:
+        name = json.loads(source.read_text(encoding="utf-8")).get("name")
+    except (OSError, ValueError, AttributeError):
+        name = None
+    if isinstance(name, str) and name.strip():
+        return Path(name.strip()).name.removesuffix(".gguf")
+    return path.name or text
 
 
 def read_lm_eval_answers(
@@ -215,6 +260,7 @@ def read_lm_eval_answers(
     rules: Mapping[str, TaskRule],
     *,
     version: str | None = None,
+    latest: bool = False,
 ) -> LogAnswers:
     """0/1 answers per model, benchmark and item id from lm-eval output folders.
 
@@ -229,6 +275,11 @@ def read_lm_eval_answers(
     version : {"A", "B"}, optional
         The published version being scored: a samples file of the other version's metabench
         task is an error (its items are not in the fit).
+    latest : bool
+        Two samples files of one model for one benchmark (lm-eval run twice into the same
+        output folder): keep the newer one (the ``<timestamp>`` of its name, else its
+        modification time) and record the pair in :attr:`LogAnswers.replaced`, instead of
+        the error.
 
     Returns
     -------
@@ -239,7 +290,8 @@ def read_lm_eval_answers(
     SigmapInputError
         No samples file at all; a samples file of the other metabench version; an item id
         the fit does not know (file and line named); two samples files of one model for one
-        benchmark; a line without the correctness field; a document without an item id.
+        benchmark (unless ``latest``); a line without the correctness field; a document
+        without an item id.
 
     Examples
     --------
@@ -263,6 +315,7 @@ def read_lm_eval_answers(
         )
     out = LogAnswers()
     cache: dict[Path, str] = {}
+    dropped: dict[tuple[str, str], list[Path]] = {}
     for f in files:
         task = samples_task(f)
         if task is None:
@@ -284,10 +337,17 @@ def read_lm_eval_answers(
         model = lm_eval_folder_model(f.parent, cache)
         key = (model, rule.benchmark)
         if key in out.files:
-            raise SigmapInputError(
-                f"two lm-eval logs of model {model!r} for benchmark {rule.benchmark!r}: "
-                f"{out.files[key]} and {f}; keep one (e.g. remove the older run)"
-            )
+            old = out.files[key]
+            if not latest:
+                raise SigmapInputError(
+                    f"two lm-eval logs of model {model!r} for benchmark {rule.benchmark!r}: "
+                    f"{old} and {f}; keep one (remove the older run) or pass --latest "
+                    "(latest=True) to use the newest"
+                )
+            if (file_time(f), str(f)) < (file_time(old), str(old)):
+                dropped.setdefault(key, []).append(f)
+                continue
+            dropped.setdefault(key, []).append(old)
         got: dict[str, int] = {}
         for ln, rec in iter_jsonl(f, "lm-eval samples"):
             where = f"lm-eval samples {f}:{ln}"
@@ -313,10 +373,14 @@ def read_lm_eval_answers(
             )
         out.answers.setdefault(model, {})[rule.benchmark] = got
         out.files[key] = f
+        out.labels.setdefault(model, model_label(model))
+    out.replaced = [(str(out.files[k]), str(d)) for k, ds in dropped.items() for d in ds]
     if not out.answers:
         raise SigmapInputError(
             f"lm-eval output {', '.join(map(str, roots))}: none of the {len(files)} samples files "
-            f"is a task of this fit (tasks: {sorted(rules)[:8]}...)"
+            f"is a task of this fit (found tasks {out.ignored_tasks[:6]}; the fit's tasks are "
+            f"{sorted(rules)[:6]}...): score with the fit or --published version those tasks "
+            "came from"
         )
     return out
 

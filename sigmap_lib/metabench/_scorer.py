@@ -21,6 +21,16 @@ own uncertainty, so its interval is simulated: θ drawn from N(θ̂, SE²) throu
 reconstruction plus a residual of the k nearest held-out models. The
 grand score is the mean of the scored benchmarks' reconstructions; its interval uses the
 residuals of the grand mean over the models held out for every one of those benchmarks.
+
+Scores and interval ends are **bounded to each benchmark's score range** (published fits:
+0–100 points; a sigmap fit: [0, 1] or [0, 100] as its training scores lie, see
+:func:`score_range_of`); the grand score and its interval to the mean of those ranges.
+Clipping a simulated draw or an interval end at the range never moves it away from a
+true score inside the range, so coverage is unchanged or higher.
+
+A benchmark with fewer than :data:`MIN_ANSWERED_SHARE` of its items answered gets a
+warning: θ then leans on the prior, and the held-out coverage measured at that share
+(:data:`COVERAGE_AT_MIN_SHARE`, docs/METABENCH_VALIDATION.md §5) no longer applies.
 Coverage on held-out LLMs is measured in docs/METABENCH_VALIDATION.md.
 """
 
@@ -36,6 +46,63 @@ import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.irt._irt import estimate_theta
+
+#: Below this share of a benchmark's items answered, scoring warns (θ leans on the prior).
+MIN_ANSWERED_SHARE = 0.25
+#: 90 % interval coverage of held-out real LLMs answering MIN_ANSWERED_SHARE of each
+#: version-B benchmark's items (lowest and highest benchmark; docs/METABENCH_VALIDATION.md §5,
+#: ``sigmap metabench validate``).
+COVERAGE_AT_MIN_SHARE = (None, None)
+
+
+def score_range_of(scores: Any) -> tuple[float, float] | None:
+    """The score range a benchmark's scores live in, from the scores seen in training:
+    ``(0, 1)`` when they all lie in [0, 1], ``(0, 100)`` when in [0, 100], else ``None``
+    (unbounded).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import score_range_of
+    >>> score_range_of([0.2, 0.9]), score_range_of([12.0, 87.5]), score_range_of([-3.0, 2.0])
+    ((0.0, 1.0), (0.0, 100.0), None)
+    """
+    v = np.asarray(scores, dtype=float)
+    v = v[np.isfinite(v)]
+    if v.size == 0 or v.min() < 0:
+        return None
+    if v.max() <= 1:
+        return (0.0, 1.0)
+    if v.max() <= 100:
+        return (0.0, 100.0)
+    return None
+
+
+def _clip(x: Any, rng: tuple[float, float] | None) -> Any:
+    return x if rng is None else np.clip(x, rng[0], rng[1])
+
+
+def low_answers_warning(benchmark: str, answered: int, total: int) -> str:
+    """The warning for a benchmark with fewer than :data:`MIN_ANSWERED_SHARE` of its items
+    answered.
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import low_answers_warning
+    >>> low_answers_warning("arc", 5, 100).split(";")[0]
+    'arc: only 5 of 100 items answered (5 %, below 25 %)'
+    """
+    share = f"{100 * MIN_ANSWERED_SHARE:.0f} %"
+    measured = (
+        f" (with {share} answered, 90 % intervals covered "
+        f"{COVERAGE_AT_MIN_SHARE[0]:.2f}–{COVERAGE_AT_MIN_SHARE[1]:.2f} of held-out LLMs)"
+        if None not in COVERAGE_AT_MIN_SHARE
+        else ""
+    )
+    return (
+        f"{benchmark}: only {answered} of {total} items answered "
+        f"({100 * answered / total:.0f} %, below {share}); θ leans on the prior and the "
+        f"interval is not validated there{measured}; answer more of its items"
+    )
 
 
 def local_interval(
@@ -116,6 +183,8 @@ class BenchmarkScorer:
         Held-out models' θ and residuals (truth − reconstruction), for the intervals.
     resid_models : list of str
         Those models' ids (to pair residuals across benchmarks for the grand score).
+    score_range : (lo, hi) or None
+        The benchmark's score range; scores and interval ends are clipped to it.
     """
 
     benchmark: str
@@ -125,7 +194,9 @@ class BenchmarkScorer:
     resid_theta: np.ndarray
     resid: np.ndarray
     resid_models: list[str] = field(default_factory=list)
+    score_range: tuple[float, float] | None = None
     draws: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    rows: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     def score(self, answers: pd.DataFrame, *, level: float = 0.9) -> pd.DataFrame:
         """θ, its SE, the reconstructed score and its interval for each row of ``answers``.
@@ -163,19 +234,21 @@ class BenchmarkScorer:
         xs = x.to_numpy()
         score = np.asarray(self.reconstruct(theta, xs), dtype=float)
         lo, hi = local_interval(theta, self.resid_theta, self.resid, level=level)
+        lo, hi = score + lo, score + hi
         partial = np.flatnonzero(n_items.to_numpy() < len(self.params))
         self.draws = {}  # model -> simulated scores, for partially answered models
+        self.rows = {m: xs[i] for i, m in enumerate(x.index)}  # for the grand's simulation
         for i in partial:  # fewer items than the calibration models answered: add θ's noise
             vals = self.simulate(theta[i], float(est["se"].iloc[i]), xs[i])
-            lo[i], hi[i] = np.quantile(vals, [(1 - level) / 2, (1 + level) / 2]) - score[i]
+            lo[i], hi[i] = np.quantile(vals, [(1 - level) / 2, (1 + level) / 2])
             self.draws[x.index[i]] = vals
         return pd.DataFrame(
             {
                 "theta": theta,
                 "theta_se": est["se"].to_numpy(float),
-                "score": score,
-                "score_lo": score + lo,
-                "score_hi": score + hi,
+                "score": _clip(score, self.score_range),
+                "score_lo": _clip(lo, self.score_range),
+                "score_hi": _clip(hi, self.score_range),
                 "items": n_items.to_numpy(),
                 "items_total": len(self.params),
             },
@@ -187,8 +260,9 @@ class BenchmarkScorer:
     ) -> np.ndarray:
         """``n`` simulated full scores of a model with ability estimate ``theta`` (SE ``se``):
         θ drawn from N(θ̂, se²) through the reconstruction, plus a residual of one of the k
-        nearest held-out models (whose θ came from every item); seed 0. ``se = 0``: the
-        residual part only (a model that answered every item)."""
+        nearest held-out models (whose θ came from every item), clipped to the score
+        range; seed 0. ``se = 0``: the residual part only (a model that answered every
+        item)."""
         rng = np.random.default_rng(0)
         draws = rng.normal(theta, se, n) if np.isfinite(se) and se > 0 else np.full(n, theta)
         xx = (
@@ -201,7 +275,7 @@ class BenchmarkScorer:
         rt, rr = self.resid_theta[ok], self.resid[ok]
         k = min(rt.size, max(30, rt.size // 5))
         near = rr[np.argpartition(np.abs(rt - theta), k - 1)[:k]]
-        return preds + rng.choice(near, n)
+        return _clip(preds + rng.choice(near, n), self.score_range)
 
 
 @dataclass
@@ -251,6 +325,7 @@ class MetabenchScorer:
                 resid_theta=held["theta"].to_numpy(float),
                 resid=(held["score"] - held["score_pred"]).to_numpy(float),
                 resid_models=[str(m) for m in held.index],
+                score_range=score_range_of(f.thetas["score"]),
             )
         return cls(out, {"kind": "fit", "path": None if path is None else str(path)})
 
@@ -335,6 +410,7 @@ class MetabenchScorer:
                 resid_theta=held["theta"].to_numpy(float),
                 resid=held["score_full"].to_numpy(float) - pred,
                 resid_models=held["llm"].astype(str).tolist(),
+                score_range=(0.0, 100.0),  # leaderboard percentages
             )
             fits.append(stem)
         if not out:
@@ -357,9 +433,11 @@ class MetabenchScorer:
         -------
         list of dict
             Per model: ``{"model", "benchmarks": {bm: {"theta", "theta_se", "score",
-            "score_interval": [lo, hi], "items", "items_total"}}, "grand": {"score",
-            "score_interval", "benchmarks"}}``; the grand score is ``None`` for a model that
-            was not scored on every benchmark of the fit.
+            "score_interval": [lo, hi], "score_range", "items", "items_total"}}, "grand":
+            {"score", "score_interval", "benchmarks", "reason"}, "warnings": [...]}``. The
+            grand score is ``None`` for a model that was not scored on every benchmark of
+            the fit, with the ``reason`` saying which are missing; ``warnings`` name each
+            benchmark with fewer than :data:`MIN_ANSWERED_SHARE` of its items answered.
 
         Examples
         --------
@@ -388,43 +466,77 @@ class MetabenchScorer:
         if unknown:
             raise SigmapInputError(f"answers for benchmark(s) {unknown} that the fit does not have")
         grand_resid = self._grand_residuals()
+        q = [(1 - level) / 2, (1 + level) / 2]
         out = []
         for model in answers:
             bms = {bm: df.loc[model] for bm, df in per_bm.items() if model in df.index}
-            res: dict[str, Any] = {"model": model, "benchmarks": {}}
+            res: dict[str, Any] = {"model": model, "benchmarks": {}, "warnings": []}
             for bm, r in bms.items():
+                rng = self.benchmarks[bm].score_range
+                n, total = int(r["items"]), int(r["items_total"])
                 res["benchmarks"][bm] = {
                     "theta": float(r["theta"]),
                     "theta_se": float(r["theta_se"]),
                     "score": float(r["score"]),
                     "score_interval": [float(r["score_lo"]), float(r["score_hi"])],
-                    "items": int(r["items"]),
-                    "items_total": int(r["items_total"]),
+                    "score_range": None if rng is None else [float(rng[0]), float(rng[1])],
+                    "items": n,
+                    "items_total": total,
                 }
-            if set(bms) == set(self.benchmarks) and grand_resid is not None:
+                if n < MIN_ANSWERED_SHARE * total:
+                    res["warnings"].append(low_answers_warning(bm, n, total))
+            missing = sorted(set(self.benchmarks) - set(bms))
+            if not missing and grand_resid is not None:
                 g = float(np.mean([float(r["score"]) for r in bms.values()]))
                 partial = [bm for bm, r in bms.items() if r["items"] < r["items_total"]]
                 if partial:  # simulate: each benchmark's draws (θ noise where partial), averaged
                     sims = [
                         self.benchmarks[bm].draws[model]
                         if bm in partial
-                        else self.benchmarks[bm].simulate(float(r["theta"]), 0.0)
+                        else self.benchmarks[bm].simulate(
+                            float(r["theta"]), 0.0, self.benchmarks[bm].rows[model]
+                        )
                         for bm, r in bms.items()
                     ]
-                    lo, hi = (
-                        np.quantile(np.mean(sims, axis=0), [(1 - level) / 2, (1 + level) / 2]) - g
-                    )
+                    lo, hi = np.quantile(np.mean(sims, axis=0), q)
                 else:
-                    lo, hi = np.quantile(grand_resid, [(1 - level) / 2, (1 + level) / 2])
+                    lo, hi = g + np.quantile(grand_resid, q)
+                rng = self._grand_range(bms)
                 res["grand"] = {
-                    "score": g,
-                    "score_interval": [g + float(lo), g + float(hi)],
+                    "score": float(_clip(g, rng)),
+                    "score_interval": [float(_clip(lo, rng)), float(_clip(hi, rng))],
+                    "score_range": None if rng is None else [float(rng[0]), float(rng[1])],
                     "benchmarks": sorted(bms),
+                    "reason": None,
                 }
             else:
-                res["grand"] = {"score": None, "score_interval": None, "benchmarks": sorted(bms)}
+                if missing:
+                    reason = (
+                        f"not scored on {', '.join(missing)} (no answers to their items); the "
+                        f"grand score is the mean over all {len(self.benchmarks)} benchmarks "
+                        "of the fit"
+                    )
+                else:
+                    reason = (
+                        "fewer than 5 held-out models were scored on every benchmark of the "
+                        "fit: no grand interval can be calibrated"
+                    )
+                res["grand"] = {
+                    "score": None,
+                    "score_interval": None,
+                    "score_range": None,
+                    "benchmarks": sorted(bms),
+                    "reason": reason,
+                }
             out.append(res)
         return out
+
+    def _grand_range(self, bms: Mapping[str, Any]) -> tuple[float, float] | None:
+        """The grand score's range: the mean of the scored benchmarks' ranges."""
+        ranges = [self.benchmarks[bm].score_range for bm in bms]
+        if not ranges or any(r is None for r in ranges):
+            return None
+        return (float(np.mean([r[0] for r in ranges])), float(np.mean([r[1] for r in ranges])))
 
     def _grand_residuals(self) -> np.ndarray | None:
         """Residuals of the grand mean over models held out for every benchmark (>= 5)."""

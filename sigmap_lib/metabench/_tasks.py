@@ -15,9 +15,13 @@ Two sources of items:
 Every document keeps its item id (``item_id``; published items also ``metabench_idx`` and,
 for MMLU, ``mb_sub_idx``), so answers in ``--log_samples`` output are matched to the fit by
 id, never by position. The prompts are precomputed into the documents, so the task YAMLs
-need no Python hooks: ``doc_to_text`` / ``doc_to_choice`` / ``doc_to_target`` name fields.
-A manifest ``sigmap_tasks.json`` beside the YAMLs records, per task, the benchmark, the item
-ids and the correctness rule the scorer applies (:mod:`sigmap_lib.metabench._logs`).
+name fields (``doc_to_text`` / ``doc_to_choice`` / ``doc_to_target``) and need one hook only:
+the documents are loaded by ``custom_dataset: !function sigmap_data.load``, a small module
+written beside the YAMLs that reads ``<task>.jsonl`` relative to its own file. No path in
+the folder is absolute, so it can be moved or copied to another machine and run from
+any working directory. A manifest ``sigmap_tasks.json`` beside the YAMLs records, per
+task, the benchmark, the item ids and the correctness rule the scorer applies
+(:mod:`sigmap_lib.metabench._logs`).
 """
 
 from __future__ import annotations
@@ -385,12 +389,34 @@ def fit_tasks(
 
 
 # --------------------------------------------------------------------------- writing
+#: The loader module written beside the task YAMLs (``custom_dataset: !function``).
+LOADER_MODULE = "sigmap_data"
+_LOADER_SOURCE = '''"""Loads an exported sigmap task's documents (written by `sigmap metabench export-tasks`).
+
+lm-eval calls ``load`` for a task YAML's ``custom_dataset: !function sigmap_data.load``; the
+JSON Lines file is found beside this module, so the folder works wherever it is moved.
+"""
+
+from pathlib import Path
+
+
+def load(sigmap_data_file, **_ignored):
+    import datasets
+
+    path = Path(__file__).resolve().parent / sigmap_data_file
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: the task folder is incomplete (export it again)")
+    return datasets.load_dataset("json", data_files={"test": str(path)})
+'''
+
+
 def _yaml_for(spec: TaskSpec, data_file: Path) -> dict[str, Any]:
     y: dict[str, Any] = {
         "task": spec.task,
         "dataset_path": "json",
         "dataset_name": None,
-        "dataset_kwargs": {"data_files": {"test": str(data_file.resolve())}},
+        # relative to the folder; read by the loader module (custom_dataset, added on writing)
+        "dataset_kwargs": {"sigmap_data_file": data_file.name},
         "test_split": "test",
         "num_fewshot": 0,
         "output_type": "generate_until" if spec.kind == "generate_until" else "multiple_choice",
@@ -466,7 +492,8 @@ def write_lm_eval_tasks(
     source: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``tasks`` as an lm-eval include folder: per task a JSON Lines file and a YAML,
-    a group YAML, and the manifest ``sigmap_tasks.json``.
+    a group YAML, the loader module ``sigmap_data.py`` and the manifest
+    ``sigmap_tasks.json``. Every path inside is relative to the folder (portable).
 
     Parameters
     ----------
@@ -492,7 +519,7 @@ def write_lm_eval_tasks(
     ...                 docs=[{"item_id": "q1", "context": "2 + 2 =", "choices": [" 4", " 5"], "gold": 0}])
     >>> out = write_lm_eval_tasks("tasks", [spec], group="sigmap_demo")
     >>> sorted(p.name for p in out.iterdir())
-    ['sigmap_arith.jsonl', 'sigmap_arith.yaml', 'sigmap_demo.yaml', 'sigmap_tasks.json']
+    ['sigmap_arith.jsonl', 'sigmap_arith.yaml', 'sigmap_data.py', 'sigmap_demo.yaml', 'sigmap_tasks.json']
     >>> json.loads((out / "sigmap_tasks.json").read_text())["tasks"]["sigmap_arith"]["items"]
     ['q1']
     """
@@ -513,7 +540,8 @@ def write_lm_eval_tasks(
         )
         atomic_write_text(
             out / f"{spec.task}.yaml",
-            yaml.safe_dump(_yaml_for(spec, data), sort_keys=False, allow_unicode=True),
+            yaml.safe_dump(_yaml_for(spec, data), sort_keys=False, allow_unicode=True)
+            + f"custom_dataset: !function {LOADER_MODULE}.load\n",
         )
         manifest["tasks"][spec.task] = {
             "benchmark": spec.benchmark,
@@ -534,5 +562,6 @@ def write_lm_eval_tasks(
             sort_keys=False,
         ),
     )
+    atomic_write_text(out / f"{LOADER_MODULE}.py", _LOADER_SOURCE)
     atomic_write_text(out / "sigmap_tasks.json", json.dumps(manifest, indent=1))
     return out
