@@ -42,11 +42,16 @@ def _coverage_line(version: str) -> str:
     from sigmap_lib.metabench import PUBLISHED_BENCHMARKS
 
     missing = [b for b in PUBLISHED_BENCHMARKS if b not in items]
-    return (
+    import textwrap
+
+    return textwrap.fill(
         f"version {version}: {sum(items.values())} items in {len(items)} tasks "
         f"({', '.join(f'{b} {n}' for b, n in items.items())}); no fit of "
         f"{', '.join(missing)} in the data, so the grand score is the mean of these "
-        f"{len(items)} benchmarks, not metabench's mean of all six"
+        f"{len(items)} benchmarks, not metabench's mean of all six",
+        width=86,
+        initial_indent="  ",
+        subsequent_indent="    ",
     )
 
 
@@ -222,6 +227,12 @@ def cmd_score(args: argparse.Namespace) -> int:
         if not args.tasks:
             raise SigmapInputError("score --fit needs --tasks OUT (the folder export-tasks wrote)")
         rules = manifest_rules(args.tasks)
+    absent = [p for p in args.logs if not Path(p).exists()]
+    if absent:
+        raise SigmapInputError(
+            f"lm-eval output {', '.join(absent)} does not exist: pass the folder given to "
+            "lm_eval --output_path (run with --log_samples), or its samples_*.jsonl files"
+        )
     logs = read_lm_eval_answers(args.logs, rules, version=args.published, latest=args.latest)
     results = scorer.score(logs.answers, level=args.level)
     _name_models(results, logs, args.name)
@@ -232,6 +243,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         print(json.dumps(doc, default=float))
     else:
         print(_table(results))
+    sys.stdout.flush()  # the table before the warnings when both go to one terminal
     for w in warnings:
         print(f"warning: {w}", file=sys.stderr)
     print(f"({len(results)} model(s), {seconds:.2f} s)", file=sys.stderr)
@@ -263,8 +275,8 @@ def add_parser(sub: Any) -> None:
     mb = sub.add_parser("metabench", help="lm-eval tasks out, θ and reconstructed scores in")
     msub = mb.add_subparsers(dest="metabench_command", required=True)
     versions = (
-        "published versions (metabench's R fits in shared/data/metabench_irt):\n  "
-        + "\n  ".join(_coverage_line(v) for v in ("B", "A"))
+        "published versions (metabench's R fits in shared/data/metabench_irt):\n"
+        + "\n".join(_coverage_line(v) for v in ("B", "A"))
     )
     for name, fn, helptext in (
         ("export-tasks", cmd_export_tasks, "write lm-eval tasks of a fit's items"),

@@ -247,7 +247,7 @@ def model_label(model: str) -> str:
         return text
     source = path / "gguf_source.json"
     try:
-        name = json.loads(source.read_text(encoding="utf-8")).get("name")
+        name = json.loads(source.read_text(encoding="utf-8")).get("gguf_file")
     except (OSError, ValueError, AttributeError):
         name = None
     if isinstance(name, str) and name.strip():
@@ -330,7 +330,8 @@ def read_lm_eval_answers(
                 if other != version:
                     raise SigmapInputError(
                         f"lm-eval samples {f}: task {task!r} is metabench version {other}, "
-                        f"but version {version} is being scored (its items are not in the fit)"
+                        f"but version {version} is being scored (its items are not in the fit); "
+                        f"score it with --published {other}"
                     )
             out.ignored.append(str(f))
             continue

@@ -52,7 +52,7 @@ MIN_ANSWERED_SHARE = 0.25
 #: 90 % interval coverage of held-out real LLMs answering MIN_ANSWERED_SHARE of each
 #: version-B benchmark's items (lowest and highest benchmark; docs/METABENCH_VALIDATION.md §5,
 #: ``sigmap metabench validate``).
-COVERAGE_AT_MIN_SHARE = (None, None)
+COVERAGE_AT_MIN_SHARE = (0.882, 0.955)
 
 
 def score_range_of(scores: Any) -> tuple[float, float] | None:
@@ -94,7 +94,7 @@ def low_answers_warning(benchmark: str, answered: int, total: int) -> str:
     share = f"{100 * MIN_ANSWERED_SHARE:.0f} %"
     measured = (
         f" (with {share} answered, 90 % intervals covered "
-        f"{COVERAGE_AT_MIN_SHARE[0]:.2f}–{COVERAGE_AT_MIN_SHARE[1]:.2f} of held-out LLMs)"
+        f"{COVERAGE_AT_MIN_SHARE[0]:.3f}–{COVERAGE_AT_MIN_SHARE[1]:.3f} of held-out LLMs)"
         if None not in COVERAGE_AT_MIN_SHARE
         else ""
     )
@@ -146,7 +146,9 @@ def local_interval(
     [3.5, 6.4]
     """
     if not 0 < level < 1:
-        raise SigmapInputError(f"interval level must be in (0, 1), got {level}")
+        raise SigmapInputError(
+            f"interval level must be in (0, 1), got {level}: pass e.g. --level 0.9"
+        )
     rt = np.asarray(resid_theta, dtype=float)
     rr = np.asarray(resid, dtype=float)
     ok = np.isfinite(rt) & np.isfinite(rr)
@@ -365,7 +367,10 @@ class MetabenchScorer:
         root = Path(params_dir)
         summary_path = root / "fits_summary.csv"
         if not summary_path.exists():
-            raise SigmapInputError(f"{summary_path} is missing: not a metabench_irt folder")
+            raise SigmapInputError(
+                f"{summary_path} is missing: not a metabench_irt folder (pass --params DIR, the "
+                "metabench_irt folder of shared/data, or set SIGMAP_SHARED_DATA)"
+            )
         summary = pd.read_csv(summary_path)
         out, fits, missing = {}, [], []
         for bm in benchmarks or PUBLISHED_BENCHMARKS:

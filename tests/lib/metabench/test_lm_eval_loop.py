@@ -296,13 +296,22 @@ def test_published_scoring_intervals_cover_held_out_llms(shared_data) -> None:
 # ------------------------------------------------------------------ a real lm-eval run
 @pytest.mark.slow
 def test_real_lm_eval_run_on_exported_tasks_then_score(small_fit, tiny_models, tmp_path) -> None:
-    """lm-eval (offline, tiny local GPT-2, --log_samples) on the exported tasks; the θ that
-    `sigmap metabench score` prints equals estimate_theta on the answers read from the logs."""
+    """lm-eval (offline, tiny local GPT-2, --log_samples) on the exported tasks, after the
+    task folder was moved and from another working directory (the folder is portable); the
+    θ that `sigmap metabench score` prints equals estimate_theta on the answers read from
+    the logs."""
+    import shutil
+
     pytest.importorskip("lm_eval")
     fit, _truth, items = small_fit
-    tasks_dir = write_lm_eval_tasks(
-        tmp_path / "tasks", fit_tasks(fit.selected, items), group="sigmap_fit"
+    written = write_lm_eval_tasks(
+        tmp_path / "first" / "tasks", fit_tasks(fit.selected, items), group="sigmap_fit"
     )
+    tasks_dir = tmp_path / "moved" / "mb-tasks"
+    tasks_dir.parent.mkdir()
+    shutil.move(str(written), str(tasks_dir))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
     fit.save(tmp_path / "fit")
     env = {
         **os.environ,
@@ -335,8 +344,10 @@ def test_real_lm_eval_run_on_exported_tasks_then_score(small_fit, tiny_models, t
         text=True,
         env=env,
         timeout=600,
+        cwd=elsewhere,
     )
     assert run.returncode == 0, run.stderr[-3000:]
+    assert not (tmp_path / "first" / "tasks").exists()
     fit_args = ["--fit", str(tmp_path / "fit"), "--tasks", str(tasks_dir)]
     [res] = sigmap_score(str(tmp_path / "logs"), *fit_args, env=env)
     assert res["model"] == str(tiny_models[0])

@@ -118,7 +118,7 @@ def test_bad_input_prints_one_line_and_logs_the_traceback(tmp_path, small_fit) -
         ),
         (
             [*fit_args, str(tmp_path / "nowhere"), *with_tasks],
-            "nowhere: no such file or folder",
+            "nowhere does not exist: pass the folder given to lm_eval --output_path",
         ),
         (
             [*fit_args, str(tmp_path / "logs"), *with_tasks],
@@ -186,7 +186,7 @@ def test_model_label_shortens_local_paths_and_names_converted_gguf(tmp_path) -> 
     cache = tmp_path / "gguf_cache" / "b179c9523d0e6a0f"
     cache.mkdir(parents=True)
     assert model_label(str(cache)) == "b179c9523d0e6a0f"
-    (cache / "gguf_source.json").write_text(json.dumps({"name": "SmolLM2-135M.Q4_1.gguf"}))
+    (cache / "gguf_source.json").write_text(json.dumps({"gguf_file": "SmolLM2-135M.Q4_1.gguf"}))
     assert model_label(str(cache)) == "SmolLM2-135M.Q4_1"
 
 
