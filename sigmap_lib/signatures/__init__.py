@@ -3,8 +3,18 @@ the authors' Lasso, and the paper's two-stage screening + forward selection with
 calibration.
 """
 
-from ._calibration import Calibration, max_t_threshold
-from ._max_t import MaxTPartial, general_quality, merge_max_t
+from ._calibration import FWER_SCOPES, Calibration, check_calibrated_models, max_t_threshold
+from ._max_t import (
+    MIN_MODELS_CALIBRATED,
+    MIN_RESIDUAL_DF,
+    MaxTPartial,
+    basis_shape,
+    general_quality,
+    merge_max_t,
+    quality_basis,
+    residual_codes,
+    stratified_permutations,
+)
 from ._merge import (
     ScreenPartial,
     corpus_k,
@@ -44,7 +54,10 @@ from ._statistics import (
 from ._table import signature_table
 
 __all__ = [
+    "FWER_SCOPES",
     "METHODS",
+    "MIN_MODELS_CALIBRATED",
+    "MIN_RESIDUAL_DF",
     "STATISTICS",
     "Calibration",
     "MaxTPartial",
@@ -54,6 +67,8 @@ __all__ = [
     "SelectionResult",
     "Signature",
     "SignatureSettings",
+    "basis_shape",
+    "check_calibrated_models",
     "corpus_k",
     "criterion_value",
     "extract_signature",
@@ -68,12 +83,15 @@ __all__ = [
     "merge_screen",
     "preselect_correlation",
     "preselect_from_codes",
+    "quality_basis",
+    "residual_codes",
     "resolve_method",
     "score_coefficients",
     "screen",
     "screen_partial",
     "signature_table",
     "split_screenable",
+    "stratified_permutations",
     "strength_of",
     "thrush_correlation",
     "thrush_from_codes",

@@ -69,10 +69,13 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.signatures._max_t import (
+    MIN_MODELS_CALIBRATED,
+    MIN_RESIDUAL_DF,
     Group,
     build_design,
     max_t_pass,
-    quality_totals,
+    quality_basis,
+    value_sums,
 )
 from sigmap_lib.signatures._statistics import (
     per_mask_groups,
@@ -80,6 +83,7 @@ from sigmap_lib.signatures._statistics import (
 )
 
 CALIBRATED_METHODS = ("calibrated", "calibrated-marginal")
+FWER_SCOPES = ("benchmark", "all")
 
 
 # ----------------------------------------------------------------------------------------
@@ -95,7 +99,7 @@ class Calibration:
     method : {"calibrated", "calibrated-marginal"}
         The max-T test: the partial rank correlation given general quality ``ĝ``, or the
         marginal Thrush correlation.
-    statistic : {"partial", "thrush", "preselect"}
+    statistic : {"partial-spearman", "thrush", "preselect"}
         The statistic whose maximum over all units is calibrated (``"preselect"`` only for
         forward selection screened by it).
     alpha : float
@@ -120,12 +124,21 @@ class Calibration:
     n_models, n_units : int
         ``m`` (scored models of the benchmark) and ``d`` (units tested).
     general_quality : numpy.ndarray, shape (n_models,), or None
-        ``ĝ`` over the benchmark's scored models (``"calibrated"`` only).
+        ``ĝ`` over the benchmark's scored models (``"calibrated"`` only): minus each
+        model's mean per-unit value.
     permutations : numpy.ndarray of int, shape (P, n_models), or None
         ``π_p``: permutation ``p`` maps the residual vector ``e`` to ``e[π_p]`` (over the
         scored models, in model order; shared by the model set when ``shared``).
     reason : str or None
         Why the signature is empty (``None`` when it is not).
+    fwer : {"benchmark", "all"}
+        The family the error is controlled over: this benchmark's ``d`` units, or every
+        unit of every benchmark of the call (one threshold from the maximum over all).
+    strata : numpy.ndarray, shape (n_models,), or None
+        The stratum of each scored model when the test was stratified (permutations
+        within strata, stratum effects regressed out), else ``None``.
+    basis_columns : int or None
+        Columns of the quality basis regressed out (``"calibrated"``; with the strata).
 
     Examples
     --------
@@ -161,6 +174,15 @@ class Calibration:
     general_quality: np.ndarray | None = None
     permutations: np.ndarray | None = None
     reason: str | None = None
+    fwer: str = "benchmark"
+    strata: np.ndarray | None = None
+    basis_columns: int | None = None
+
+    @property
+    def controlled_for_strata(self) -> bool:
+        """Whether permutations stayed within strata (e.g. model families) and stratum
+        effects were regressed out."""
+        return self.strata is not None
 
     @property
     def p_value(self) -> float:
@@ -199,6 +221,10 @@ class Calibration:
             if self.general_quality is None
             else self.general_quality.tolist(),
             "reason": self.reason,
+            "fwer": self.fwer,
+            "controlled_for_strata": self.controlled_for_strata,
+            "strata": None if self.strata is None else [str(v) for v in self.strata.tolist()],
+            "basis_columns": self.basis_columns,
         }
 
 
@@ -262,6 +288,41 @@ class CalibratedResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def check_calibrated_models(m: int, strata: Any = None, name: str = "") -> None:
+    """Refuse a calibrated test that cannot hold its level or detect anything.
+
+    Raises :class:`~sigmap_lib.errors.SigmapInputError` naming ``m`` when fewer than
+    :data:`MIN_MODELS_CALIBRATED` models are scored, or when the quality basis and the
+    strata leave fewer than :data:`MIN_RESIDUAL_DF` residual degrees of freedom.
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import check_calibrated_models
+    >>> check_calibrated_models(32)
+    >>> check_calibrated_models(8, name="arc")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: benchmark 'arc': 8 scored models; the calibrated signature test needs >= 12 (below that the permutation maximum reaches |rho| = 1 and no unit can pass): score more models, or use method='aic' for an uncalibrated description
+    """
+    where = f"benchmark {name!r}: " if name else ""
+    if m < MIN_MODELS_CALIBRATED:
+        raise SigmapInputError(
+            f"{where}{m} scored models; the calibrated signature test needs >= "
+            f"{MIN_MODELS_CALIBRATED} (below that the permutation maximum reaches |rho| = 1 "
+            "and no unit can pass): score more models, or use method='aic' for an "
+            "uncalibrated description"
+        )
+    if strata is not None:
+        q = quality_basis(np.linspace(0.0, 1.0, m), strata).shape[1]
+        if m - q < MIN_RESIDUAL_DF:
+            raise SigmapInputError(
+                f"{where}{m} scored models in {len(set(map(str, strata)))} strata leave "
+                f"{m - q} residual degrees of freedom after the quality basis and the "
+                f"strata; the calibrated test needs >= {MIN_RESIDUAL_DF}: merge small "
+                "strata or score more models"
+            )
+
+
 def calibrated_signatures(
     source: Any,
     y: np.ndarray,
@@ -274,8 +335,14 @@ def calibrated_signatures(
     seed: int | np.random.Generator,
     buffer_units: int,
     chunk_units: int,
+    strata: Any = None,
+    fwer: str = "benchmark",
+    names: Any = None,
 ) -> list[CalibratedResult]:
-    """Max-T calibrated signatures of every column of ``y (m, B)`` (see module docstring)."""
+    """Max-T calibrated signatures of every column of ``y (m, B)`` (see module docstring).
+
+    ``source`` holds per-unit values for ``"calibrated"`` (rank codes suffice for the
+    marginal test)."""
     if method not in CALIBRATED_METHODS:
         raise SigmapInputError(f"calibrated method must be one of {CALIBRATED_METHODS}")
     if n_permutations < 1:
@@ -284,39 +351,62 @@ def calibrated_signatures(
         raise SigmapInputError(f"alpha must be in (0, 1), got {alpha}")
     if buffer_units < 1:
         raise SigmapInputError(f"buffer_units must be >= 1, got {buffer_units}")
+    if fwer not in FWER_SCOPES:
+        raise SigmapInputError(f"fwer must be one of {FWER_SCOPES}, got {fwer!r}")
     groups = per_mask_groups(y)
+    lab = None
+    if strata is not None:
+        lab = np.asarray(strata).reshape(-1)
+        if lab.size != y.shape[0]:
+            raise SigmapInputError(f"strata: {lab.size} labels for {y.shape[0]} models")
+        if method != "calibrated":
+            raise SigmapInputError("strata= is an option of method='calibrated'")
+    if fwer == "all" and len(groups) > 1:
+        raise SigmapInputError(
+            "fwer='all' shares one set of model permutations among all benchmarks, so every "
+            f"benchmark must be scored by the same models (here {len(groups)} different "
+            "model sets): drop the models without every score, or use fwer='benchmark'"
+        )
     if method == "calibrated":
-        small = [int(mk.sum()) for mk, _ in groups if mk.sum() < 4]
-        if small:
-            raise SigmapInputError(
-                f"method='calibrated' needs >= 4 scored models per benchmark (the statistic is "
-                f"residualized on [1, ĝ]); got {small}"
+        label = list(names) if names is not None else [f"#{b}" for b in range(y.shape[1])]
+        for mk, cols in groups:
+            check_calibrated_models(
+                int(mk.sum()), None if lab is None else lab[mk], label[int(cols[0])]
             )
     rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    totals = (
-        quality_totals(source, [mk for mk, _ in groups], chunk_units)
-        if method == "calibrated"
-        else None
-    )
+    sums, d = value_sums(source, chunk_units) if method == "calibrated" else (None, 1)
     design = build_design(
         y,
-        totals,
+        sums,
         groups,
         method=method,
         two_sided=two_sided,
         n_permutations=n_permutations,
         shared=shared_null,
         rng=rng,
+        strata=lab,
+        n_units=d,
+        fwer=fwer,
     )
     part, _ = max_t_pass(source, design, buffer_units=buffer_units, chunk_units=chunk_units)
     # thresholds, and the certificate that the buffer holds every unit above them
     thresholds: dict[int, float] = {}
     spans: dict[int, tuple[Group, int]] = {}
+    nulls: dict[int, np.ndarray] = {}
     for g in design.groups:
         for j, b in enumerate(g.cols.tolist()):
             spans[b] = (g, j)
             s0, s1 = g.null_span[j]
-            thresholds[b] = max_t_threshold(part.null_max[s0:s1], part.observed_max[b], alpha)
+            nulls[b] = part.null_max[s0:s1].copy()
+    observed = {b: float(part.observed_max[b]) for b in nulls}
+    if fwer == "all":
+        # one family: the maximum over every benchmark under the same permutation
+        joint = np.max(np.vstack(list(nulls.values())), axis=0)
+        joint_obs = max(observed.values())
+        nulls = {b: joint for b in nulls}
+        observed = {b: joint_obs for b in nulls}
+    for b in nulls:
+        thresholds[b] = max_t_threshold(nulls[b], observed[b], alpha)
     overflow = {
         b: t
         for b, t in thresholds.items()
@@ -342,24 +432,24 @@ def calibrated_signatures(
         units, vals, st = units[keep], vals[keep], st[keep]
         order = np.lexsort((units, -st))
         units, vals, st = units[order], vals[order], st[order]
-        s0, s1 = g.null_span[j]
-        null = part.null_max[s0:s1].copy()
+        null = nulls[b]
         reason = g.reasons[j]
         if units.size == 0 and reason is None:
+            scope = "" if fwer == "benchmark" else ", error controlled over all benchmarks"
             reason = (
                 f"no unit above the max-T threshold {t:.4g} at alpha = {alpha} "
-                f"(m = {g.m}, d = {part.n_units}, P = {n_permutations})"
+                f"(m = {g.m}, d = {part.n_units}, P = {n_permutations}{scope})"
             )
         cal = Calibration(
             method=method,
-            statistic="partial" if method == "calibrated" else "thrush",
+            statistic="partial-spearman" if method == "calibrated" else "thrush",
             alpha=float(alpha),
             n_permutations=int(n_permutations),
             shared=bool(shared_null),
             two_sided=bool(two_sided),
             threshold=float(t),
             null_max=null,
-            observed_max=float(part.observed_max[b]),
+            observed_max=observed[b],
             units=units.astype(np.int64),
             values=vals.astype(np.float64),
             adjusted_p=adjusted_p_values(np.sort(null), st),
@@ -368,6 +458,9 @@ def calibrated_signatures(
             general_quality=None if g.ghat is None else g.ghat.copy(),
             permutations=g.perms[j],
             reason=reason if units.size == 0 else None,
+            fwer=fwer,
+            strata=None if g.strata is None else g.strata.copy(),
+            basis_columns=None if g.basis is None else int(g.basis.shape[1]),
         )
         out.append(
             CalibratedResult(

@@ -7,7 +7,6 @@ computing the observed statistics, a running top-K and the permutation-null colu
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,74 +152,219 @@ def merge_max_t(a: MaxTPartial, b: MaxTPartial) -> MaxTPartial:
 # pass 1: general quality
 
 
-def quality_totals(source: Any, masks: Sequence[np.ndarray], chunk_units: int) -> list[np.ndarray]:
-    """Per model set, ``Σ_j code_jk`` over all units (up to a constant), int64 (m_S,).
+def value_sums(source: Any, chunk_units: int) -> tuple[np.ndarray, int]:
+    """``Σ_j v_jk`` over all units per model (float64, shape (n_models,)) and ``d``.
 
-    One pass for all sets: column sums of stored codes when every set is all models,
-    pairwise sign totals otherwise (and for values, which must be ranked anyway).
+    One streamed pass over per-unit values (NLL or bits per byte, not rank codes); a NaN
+    value is named by its unit and model.
     """
-    k = kernels()
-    _, m, chunks, is_codes = source_chunks(source, chunk_units)
-    colsums = is_codes and all(bool(mk.all()) for mk in masks)
-    if colsums:
-        parts = np.zeros((k.MAX_CHUNKS, m), dtype=np.int64)
-        for _, block in chunks:
-            if block.shape[0]:
-                k.code_col_sums(block, parts)
-        tot = parts.sum(axis=0)
-        return [tot[mk] for mk in masks]
-    pairs = np.zeros((k.MAX_CHUNKS, m, m), dtype=np.int64)
-    nan = np.zeros(k.MAX_CHUNKS, dtype=np.int64)
+    d, m, chunks, is_codes = source_chunks(source, chunk_units)
+    if is_codes:
+        raise SigmapInputError(
+            "general quality is estimated from the per-unit values (NLL), not from rank "
+            "codes: pass the per-model NLL arrays (nll_arrays=) or a values matrix"
+        )
+    tot = np.zeros(m, dtype=np.float64)
     for start, block in chunks:
         if block.shape[0] == 0:
             continue
-        k.pair_sign_totals(rankable(block), k.BLOCK_UNITS, pairs, nan)
-        if nan.any():
+        s = block.sum(axis=0, dtype=np.float64)
+        if not np.isfinite(s).all():
             raise_on_nan(block, start)
-    upper = np.triu(pairs.sum(axis=0), 1)
-    signs = upper - upper.T  # signs[k, l] = Σ_j sign(p_jk − p_jl)
-    return [signs[np.ix_(mk, mk)].sum(axis=1) for mk in masks]
-
-
-def _ranks_of_quality(totals: np.ndarray) -> np.ndarray:
-    from scipy.stats import rankdata
-
-    return rankdata(-np.asarray(totals, dtype=np.float64), method="average")
+            bad = int(np.flatnonzero(~np.isfinite(s))[0])
+            raise SigmapInputError(f"model column {bad}: an infinite value in units {start}..")
+        tot += s
+    return tot, d
 
 
 def general_quality(source: Any, models: Any = None, *, chunk_units: int = 1 << 20) -> np.ndarray:
-    """General quality ``ĝ``: ranks of each model's negated mean rank code over all units.
+    """General quality ``ĝ``: each model's negated mean per-unit value over all units.
+
+    With per-unit NLL this is minus the model's corpus bits per byte up to one positive
+    constant (``Σ_j NLL_jk / d = ln 2 · (Σ_j n_bytes_j / d) · bpb_k``), so higher = less
+    perplexed = better. It is not ranked: the calibrated statistic regresses on a smooth
+    basis of ``ĝ`` itself (:func:`quality_basis`). Its noise is that of a mean over ``d``
+    units (``sd/√d`` per model: ~1 % of the between-model spread at ``d = 1e4`` for unit
+    noise of the size of that spread, and shrinking with ``d``).
 
     Parameters
     ----------
-    source : RankStore | (n_units, n_models) array | sequence of per-model 1-D arrays
-        What :func:`sigmap_lib.signatures.screen` reads.
+    source : (n_units, n_models) array | sequence of per-model 1-D arrays
+        Per-unit values (NLL in nats, or bits per byte). Rank codes are refused.
     models : array_like of bool, shape (n_models,), optional
-        The model set (default: all). The rank codes are those within the set, as the
-        calibrated statistic of a benchmark scored by exactly these models uses them.
+        The model set (default: all).
     chunk_units : int
         Units read at a time.
 
     Returns
     -------
     numpy.ndarray of float64, shape (n_selected_models,)
-        Average ranks ``1..m`` (higher = less perplexed on average = better).
 
     Examples
     --------
     >>> import numpy as np
     >>> from sigmap_lib.signatures import general_quality
-    >>> values = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [2.0, 1.0, 3.0]])
+    >>> values = np.array([[1.0, 2.0, 3.0], [1.0, 3.0, 2.0], [2.0, 1.0, 6.0]])
     >>> general_quality(values).tolist()  # model 0 is least perplexed on average
-    [3.0, 2.0, 1.0]
+    [-1.3333333333333333, -2.0, -3.6666666666666665]
     >>> general_quality(values, models=[False, True, True]).tolist()
-    [2.0, 1.0]
+    [-2.0, -3.6666666666666665]
     """
-    _, m, _, _ = source_chunks(source, chunk_units)
+    tot, d = value_sums(source, chunk_units)
+    m = tot.size
     mask = np.ones(m, dtype=bool) if models is None else np.asarray(models, dtype=bool)
     if mask.shape != (m,) or mask.sum() < 1:
         raise SigmapInputError(f"models must be a boolean mask over the {m} models")
-    return _ranks_of_quality(quality_totals(source, [mask], chunk_units)[0])
+    return -tot[mask] / max(d, 1)
+
+
+# The smallest number of scored models at which the calibrated test holds its level and
+# can detect anything (measured: `sigmap bench recovery`, docs/RESULTS.md): at m < 12 the
+# permutation maximum of |Spearman| over 1e4 units reaches 1, so no unit can pass.
+MIN_MODELS_CALIBRATED = 12
+# residual degrees of freedom left after the quality basis and the strata
+MIN_RESIDUAL_DF = 9
+
+
+def basis_shape(m: int) -> tuple[int, int]:
+    """``(n_knots, degree)`` of the B-spline basis of ``ĝ`` for ``m`` models: a quadratic
+    (2 knots, degree 2: 3 columns with the intercept) below 16 models, a cubic spline
+    with one interior knot (3 knots, degree 3: 5 columns) from 16 on."""
+    return (2, 2) if m < 16 else (3, 3)
+
+
+def quality_basis(ghat: Any, strata: Any = None) -> np.ndarray:
+    """Orthonormal basis of what the calibrated statistic regresses out: ``[1, spline(ĝ)]``
+    and, with ``strata``, one indicator per stratum.
+
+    The spline is scikit-learn's :class:`~sklearn.preprocessing.SplineTransformer` on the
+    standardized ``ĝ`` (quantile knots, linear extrapolation), sized by
+    :func:`basis_shape`; the columns are orthonormalized by an SVD (rank-revealing, so
+    collinear strata or a constant ``ĝ`` lose their redundant columns).
+
+    Parameters
+    ----------
+    ghat : array_like, shape (m,)
+        General quality of the scored models.
+    strata : array_like, shape (m,), optional
+        One label per model (e.g. its family).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (m, q)
+        ``QᵀQ = I``; ``q`` is the rank of the basis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import quality_basis
+    >>> g = np.linspace(-1.0, 1.0, 20)
+    >>> q = quality_basis(g)
+    >>> q.shape, bool(np.allclose(q.T @ q, np.eye(5)))
+    ((20, 5), True)
+    >>> quality_basis(g, strata=["a", "b"] * 10).shape  # one more column: the stratum
+    (20, 6)
+    """
+    from sklearn.preprocessing import SplineTransformer
+
+    g = np.asarray(ghat, dtype=np.float64).reshape(-1)
+    m = g.size
+    cols = [np.ones((m, 1))]
+    sd = g.std()
+    if m >= 3 and sd > 1e-12 * max(1.0, float(np.abs(g).max())):
+        n_knots, degree = basis_shape(m)
+        z = ((g - g.mean()) / sd)[:, None]
+        st = SplineTransformer(
+            n_knots=n_knots, degree=degree, knots="quantile", extrapolation="linear"
+        )
+        cols.append(st.fit_transform(z))
+    if strata is not None:
+        lab = np.asarray(strata).reshape(-1)
+        if lab.size != m:
+            raise SigmapInputError(f"strata: {lab.size} labels for {m} models")
+        _, codes = np.unique(lab, return_inverse=True)
+        cols.append((codes[:, None] == np.arange(codes.max() + 1)[None, :]).astype(float))
+    z = np.hstack(cols)
+    u, s, _ = np.linalg.svd(z, full_matrices=False)
+    return np.ascontiguousarray(u[:, s > 1e-10 * s[0]])
+
+
+def stratified_permutations(
+    rng: np.random.Generator, p: int, m: int, strata: Any = None
+) -> np.ndarray:
+    """``P`` permutations of ``m`` models, each within the strata (``(P, m)`` int).
+
+    Row ``p`` maps position ``i`` to ``perm[p, i]``, always a model of ``i``'s stratum
+    (any model when ``strata`` is None); ``e[perm[p]]`` is the permuted vector.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import stratified_permutations
+    >>> lab = np.array(["a", "a", "b", "b", "b"])
+    >>> perms = stratified_permutations(np.random.default_rng(0), 50, 5, lab)
+    >>> bool((lab[perms] == lab).all()), perms.shape
+    (True, (50, 5))
+    """
+    if strata is None:
+        return np.argsort(rng.random((p, m)), axis=1)
+    _, codes = np.unique(np.asarray(strata).reshape(-1), return_inverse=True)
+    home = np.argsort(codes, kind="stable")  # positions grouped by stratum
+    out = np.empty((p, m), dtype=np.int64)
+    for i in range(p):
+        out[i, home] = np.lexsort((rng.random(m), codes))
+    return out
+
+
+def _crank2(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Doubled centred average ranks ``2·rank − (m + 1)`` of each column of ``e (m, c)``
+    (integers, exact in float32 products with rank codes up to m = 128) and each column's
+    norm (``1`` for a constant column, which is all zeros)."""
+    from scipy.stats import rankdata
+
+    r = 2.0 * rankdata(e, axis=0, method="average") - (e.shape[0] + 1.0)
+    nr = np.sqrt((r * r).sum(axis=0))
+    return r, np.where(nr > 0, nr, 1.0)
+
+
+def residual_codes(x: Any, basis: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Rank codes (doubled zero-based average ranks) of each row's residual on ``basis``.
+
+    ``x (n, m)`` per-unit values; each row minus its projection on the orthonormal
+    ``basis (m, q)``, then ranked across the models. A row whose residual is below
+    ``1e-9`` of its centred norm (constant, or exactly a function in the span of the basis)
+    gets all-tied codes (so its statistic is 0). Rows are processed 65,536 at a time.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import quality_basis, residual_codes
+    >>> g = np.arange(12.0)
+    >>> x = np.vstack([3.0 + 2.0 * g, np.r_[1.0, np.zeros(11)], np.ones(12)])
+    >>> c = residual_codes(x, quality_basis(g))
+    >>> c[0].tolist() == [11] * 12, c[2].tolist() == [11] * 12  # in the span: all tied
+    (True, True)
+    >>> int(c[1, 0]) == 22  # the one model above the fitted quality curve ranks last
+    True
+    """
+    n, m = x.shape
+    if out is None:
+        out = np.empty((n, m), dtype=np.uint8 if m <= MAX_MODELS_UINT8 else np.uint16)
+    k = kernels()
+    step = 65536
+    for r0 in range(0, n, step):
+        xb = np.asarray(x[r0 : r0 + step], dtype=np.float64)
+        r = xb - (xb @ basis) @ basis.T
+        xc = xb - xb.mean(axis=1, keepdims=True)
+        nr = np.einsum("ij,ij->i", r, r)
+        nc = np.einsum("ij,ij->i", xc, xc)
+        tiny = 1e-18 * nc + 1e-26 * np.einsum("ij,ij->i", xb, xb)
+        r[nr <= tiny] = 0.0
+        if m > MAX_MODELS_UINT8:
+            out[r0 : r0 + xb.shape[0]] = encode_ranks(r)
+        else:
+            k.encode_blocked(r, out[r0 : r0 + xb.shape[0]], k.BLOCK_UNITS)
+    return out
 
 
 # ----------------------------------------------------------------------------------------
@@ -244,7 +388,9 @@ class Group:
     null_start: int  # first column of this group in the global null array
     n_null: int
     den_null: np.ndarray  # (n_null,) divisor of each permutation column's maximum
-    ghat: np.ndarray | None  # (m_g,) ranks
+    ghat: np.ndarray | None  # (m_g,) general quality (calibrated)
+    basis: np.ndarray | None = None  # (m_g, q) orthonormal quality basis (calibrated)
+    strata: np.ndarray | None = None  # (m_g,) stratum labels (calibrated, optional)
     # per benchmark of the group: (start, stop) of its null columns (global), permutations
     null_span: list[tuple[int, int]] = field(default_factory=list)
     perms: list[np.ndarray] = field(default_factory=list)
@@ -271,17 +417,21 @@ def _unit(v: np.ndarray, tol_ref: float) -> tuple[np.ndarray, float]:
     return out, nv
 
 
-def _residualize(v: np.ndarray, gu: np.ndarray | None) -> np.ndarray:
-    """Columns of ``v (m, c)`` minus their projections on ``1`` and the unit vector ``gu``."""
-    out = v - v.mean(axis=0, keepdims=True)
-    if gu is not None:
-        out -= np.outer(gu, gu @ out)
-    return out
+def _residualize(v: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Columns of ``v (m, c)`` minus their projections on the orthonormal ``q (m, k)``."""
+    return v - q @ (q.T @ v)
+
+
+def _normal_scores(m: int) -> np.ndarray:
+    """``Φ⁻¹(i / (m + 1))``, ``i = 1..m``: an untied, normal-shaped stand-in for a residual."""
+    from scipy.stats import norm
+
+    return norm.ppf(np.arange(1.0, m + 1.0) / (m + 1.0))
 
 
 def build_design(
     y: np.ndarray,
-    totals: list[np.ndarray] | None,
+    sums: np.ndarray | None,
     groups: list[tuple[np.ndarray, np.ndarray]],
     *,
     method: str,
@@ -289,72 +439,94 @@ def build_design(
     n_permutations: int,
     shared: bool,
     rng: np.random.Generator,
+    strata: np.ndarray | None = None,
+    n_units: int = 1,
+    fwer: str = "benchmark",
 ) -> _Design:
-    from scipy.stats import rankdata
+    """Score and permutation columns of every group of benchmarks, fixed before the pass.
 
+    ``sums`` are the per-model value sums over the ``n_units`` units (calibrated: ĝ);
+    ``fwer="all"`` draws one set of permutations shared by every benchmark.
+    """
     partial = method == "calibrated"
     p = int(n_permutations)
     out: list[Group] = []
     null_at = 0
-    for gi, (mask, cols) in enumerate(groups):
+    shared_perms: np.ndarray | None = None
+    for mask, cols in groups:
         mg = int(mask.sum())
         yg = y[np.ix_(mask, cols)]
-        ghat = gu = None
+        ghat = q = lab = None
         if partial:
-            assert totals is not None
-            ghat = _ranks_of_quality(totals[gi])
-            gc = ghat - ghat.mean()
-            ng = float(np.sqrt(gc @ gc))
-            gu = gc / ng if ng > 1e-12 else None
+            assert sums is not None
+            ghat = -sums[mask] / max(n_units, 1)
+            lab = None if strata is None else strata[mask]
+            q = quality_basis(ghat, lab)
         obs = np.zeros((mg, len(cols)))
         den = np.ones(len(cols))
         reasons: list[str | None] = [None] * len(cols)
         bases: list[np.ndarray] = []
         for j in range(len(cols)):
             if partial:
-                r = rankdata(yg[:, j], method="average")
-                e = _residualize(r[:, None], gu)[:, 0]
-                ne = float(np.sqrt(e @ e))
-                if ne <= 1e-9 * float(np.abs(r - r.mean()).sum()):
+                assert q is not None
+                e = _residualize(yg[:, j : j + 1], q)[:, 0]
+                yc = yg[:, j] - yg[:, j].mean()
+                if float(e @ e) <= 1e-18 * max(float(yc @ yc), 1e-300):
                     reasons[j] = (
-                        "the score ranks are a linear function of general quality: nothing "
-                        "is left to correlate once ĝ is regressed out"
+                        "the scores are a smooth function of general quality"
+                        + (" and the strata" if lab is not None else "")
+                        + ": nothing is left to correlate once it is regressed out"
                     )
                     e = np.zeros(mg)
-                    ne = 1.0
-                obs[:, j] = -e / ne
+                r2, nr = _crank2(e[:, None])
+                obs[:, j], den[j] = -r2[:, 0], nr[0]
                 bases.append(e)
             else:
                 # integer columns: the products are exact (float32 too) and divided once
                 obs[:, j] = -score_coefficients(yg[:, j]).astype(np.float64)
                 den[j] = 2.0 * thrush_max(yg[:, j])[0]
                 bases.append(obs[:, j])
+        if fwer == "all" and shared_perms is None:
+            shared_perms = stratified_permutations(rng, p, mg, lab)
         if shared:
             r0 = np.arange(1.0, mg + 1.0)
             if partial:
-                shared_base = r0 - r0.mean()
+                shared_base = _normal_scores(mg)
                 den_null = np.ones(p)
             else:
                 shared_base = -score_coefficients(r0).astype(np.float64)
                 den_null = np.full(p, 2.0 * thrush_max(r0)[0])
-            perm_sets = [np.argsort(rng.random((p, mg)), axis=1)]
+            perm_sets = [
+                shared_perms
+                if shared_perms is not None
+                else stratified_permutations(rng, p, mg, lab)
+            ]
             null_cols = [shared_base[perm_sets[0]].T]
         else:
-            perm_sets = [np.argsort(rng.random((p, mg)), axis=1) for _ in cols]
+            perm_sets = [
+                shared_perms
+                if shared_perms is not None
+                else stratified_permutations(rng, p, mg, lab)
+                for _ in cols
+            ]
             null_cols = [base[ps].T for base, ps in zip(bases, perm_sets)]
             den_null = np.repeat(den, p)
         if partial:
-            null_cols = [-_unit(_residualize(v, gu), 1.0)[0] for v in null_cols]
+            # exact integer columns, each product divided once by the column's norm (so a
+            # unit's statistic and a permutation maximum of the same ranks are equal floats)
+            assert q is not None
+            ranked = [_crank2(_residualize(v, q)) for v in null_cols]
+            null_cols = [-r2 for r2, _ in ranked]
+            den_null = np.concatenate([nr for _, nr in ranked])
         e_null = np.concatenate(null_cols, axis=1)
-        a_obs = np.column_stack([obs, gu]) if gu is not None else obs
         grp = Group(
             mask=mask,
             cols=np.asarray(cols),
             full=bool(mask.all()),
             m=mg,
-            a_obs=np.ascontiguousarray(a_obs),
+            a_obs=np.ascontiguousarray(obs),
             den_obs=den,
-            has_g=gu is not None,
+            has_g=False,
             offset=float(mg * (mg - 1) ** 2),
             e_null=[
                 np.ascontiguousarray(
@@ -367,6 +539,8 @@ def build_design(
             n_null=e_null.shape[1],
             den_null=den_null,
             ghat=ghat,
+            basis=q,
+            strata=lab,
             reasons=reasons,
         )
         for j in range(len(cols)):
@@ -409,7 +583,13 @@ class _Worker:
 
 
 def _group_codes(block: np.ndarray, g: Group, is_codes: bool, start: int) -> np.ndarray:
-    """Rank codes of the group's models for one block (re-ranked for a strict subset)."""
+    """Rank codes of the group's models for one block (re-ranked for a strict subset;
+    calibrated: the ranks of each unit's residual on the quality basis)."""
+    if g.basis is not None:
+        x = block if g.full else block[:, g.mask]
+        if x.dtype.kind == "f" and np.isnan(x.min()):
+            raise_on_nan(block, start)
+        return residual_codes(x, g.basis)
     if g.full and is_codes:
         return block
     x = block if g.full else block[:, g.mask]

@@ -212,12 +212,14 @@ class Signature:
     >>> import numpy as np
     >>> from sigmap_lib.signatures import extract_signatures
     >>> rng = np.random.default_rng(1)
-    >>> [sig] = extract_signatures(rng.standard_normal((300, 10)), rng.standard_normal(10))
+    >>> [sig] = extract_signatures(rng.standard_normal((300, 12)), rng.standard_normal(12))
     >>> sig.method, sig.empty, sig.units.tolist(), sig.coef.tolist()
     ('calibrated', True, [], [])
     >>> s = sig.summary()
     >>> s["empty"], s["calibration"]["n_permutations"], s["calibration"]["reason"][:20]
     (True, 199, 'no unit above the ma')
+    >>> s["calibration"]["controlled_for_strata"], s["calibration"]["fwer"]
+    (False, 'benchmark')
     """
 
     benchmark: str
@@ -299,7 +301,8 @@ def _values_source(source: Any, nll_arrays: Any) -> Any:
         return nll_arrays
     if isinstance(source, RankStore):
         raise SigmapInputError(
-            "stage 2 needs the per-model values: pass nll_arrays when screening a RankStore"
+            "this method needs the per-unit values (NLL), not only their ranks: pass "
+            "nll_arrays= with a RankStore source"
         )
     return source
 
@@ -536,6 +539,8 @@ def extract_signatures(
     lasso_alpha: float = 0.01,
     seed: int = 0,
     chunk_units: int = 1 << 20,
+    strata: Any = None,
+    fwer: str = "benchmark",
 ) -> list[Signature]:
     """Signatures of several benchmarks, each in ONE streaming pass over all units.
 
@@ -551,9 +556,9 @@ def extract_signatures(
         correlation given general quality; ``"calibrated-marginal"``: the same on the
         Thrush correlation; ``"lasso"``: the authors' code (§2b); ``"aic" | "bic" |
         "ebic"``: the paper's text (§3), screening then forward selection.
-    nll_arrays : per-model arrays for the fits of lasso / aic / bic / ebic (required with
-        a RankStore source; defaults to ``source`` otherwise). The calibrated methods need
-        only the ranks.
+    nll_arrays : per-model arrays of the per-unit values (NLL) for ``"calibrated"`` and the
+        fits of lasso / aic / bic / ebic (required with a RankStore source; defaults to
+        ``source`` otherwise). ``"calibrated-marginal"`` needs only the ranks.
     benchmark_names : sequence of str, optional
     n_permutations : int, optional
         ``P``. Calibrated methods: the max-T permutations (default 199; 999 for reported
@@ -590,6 +595,15 @@ def extract_signatures(
         Seed of every random draw (permutations, bootstrap).
     chunk_units : int
         Units read at a time.
+    strata : array_like, shape (n_models,), optional
+        ``"calibrated"``: one label per model (e.g. its family). Permutations stay within
+        strata and stratum effects are regressed out of units and scores, so models of one
+        family sharing an offset do not pass for signal. The calibration records it.
+    fwer : {"benchmark", "all"}
+        Calibrated methods: control the family-wise error over each benchmark's ``d`` units
+        (default; the chance that *some* benchmark of ``B`` gets a false unit is then up to
+        ``B·alpha``) or over all units of all benchmarks together (one set of model
+        permutations shared by every benchmark, one threshold from the maximum over all).
 
     Returns
     -------
@@ -638,6 +652,10 @@ def extract_signatures(
         raise SigmapInputError(f"n_permutations must be >= 0, got {p}")
     if not 0.0 < alpha < 1.0:
         raise SigmapInputError(f"alpha must be in (0, 1), got {alpha}")
+    if strata is not None and meth != "calibrated":
+        raise SigmapInputError(f"strata= is an option of method='calibrated', not {meth!r}")
+    if fwer != "benchmark" and meth not in CALIBRATED_METHODS:
+        raise SigmapInputError(f"fwer={fwer!r} is an option of the calibrated methods")
     if meth in CRITERIA:
         return _selection_signatures(
             source,
@@ -674,7 +692,7 @@ def extract_signatures(
         check_benchmark(y_all[:, b], names[b])
     if meth in CALIBRATED_METHODS:
         found = calibrated_signatures(
-            source,
+            _values_source(source, nll_arrays) if meth == "calibrated" else source,
             y_all,
             method=meth,
             n_permutations=p,
@@ -684,6 +702,9 @@ def extract_signatures(
             seed=seed,
             buffer_units=buffer_units,
             chunk_units=chunk_units,
+            strata=strata,
+            fwer=fwer,
+            names=names,
         )
         return [
             Signature(

@@ -3,6 +3,7 @@ transformers, the embedded zoo, and the layout check of a user's world folder.
 """
 
 from ._example import init_world
+from ._hard import HARD_SCENARIOS, HardWorld, hard_world
 from ._layout import (
     WorldLayout,
     check_world,
@@ -30,13 +31,16 @@ from ._tiny import (
 
 __all__ = [
     "FORMATS",
+    "HARD_SCENARIOS",
     "MINIMUM_REASONS",
+    "HardWorld",
     "SyntheticWorld",
     "WorldLayout",
     "WorldMinimums",
     "WorldProblem",
     "build_causal_lm",
     "check_world",
+    "hard_world",
     "init_world",
     "make_synthetic_world",
     "planted_recovery",

@@ -1,0 +1,188 @@
+"""Hard worlds for the signature test: every unit loads strongly, unevenly and nonlinearly on
+the models' general quality, as with real LLMs (better models are better on nearly all text).
+
+Each call draws a fresh world; :data:`HARD_SCENARIOS` names the ways the scores can depend on
+quality without any unit carrying benchmark-specific signal (the null worlds), and
+``planted_rho`` adds units whose partial correlation with the scores given quality is known
+(the power worlds). ``sigmap bench recovery`` and the signature tests draw from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sigmap_lib.errors import SigmapInputError
+
+HARD_SCENARIOS = (
+    "independent",
+    "linear",
+    "logistic",
+    "convex",
+    "curved",
+    "t3",
+    "accuracy",
+    "families",
+)
+
+
+@dataclass
+class HardWorld:
+    """One drawn world.
+
+    Attributes
+    ----------
+    values : numpy.ndarray of float32, shape (n_units, n_models)
+        Per-unit log-perplexities (unit-major, as :func:`sigmap_lib.signatures.extract_signatures`
+        reads them).
+    scores : numpy.ndarray of float64, shape (n_models, n_benchmarks)
+    quality : numpy.ndarray, shape (n_models,)
+        The true general quality ``g``.
+    strata : numpy.ndarray of int, shape (n_models,), or None
+        The model families (``"families"`` only).
+    planted : list of numpy.ndarray
+        Per benchmark, the units planted to track its scores beyond quality (empty in a null
+        world).
+    loadings : numpy.ndarray, shape (n_units,)
+        Each unit's correlation with quality before the nonlinearity (0.3–0.9).
+    """
+
+    values: np.ndarray
+    scores: np.ndarray
+    quality: np.ndarray
+    strata: np.ndarray | None
+    planted: list[np.ndarray]
+    loadings: np.ndarray
+
+
+def _standardize(x: np.ndarray) -> np.ndarray:
+    return (x - x.mean()) / x.std()
+
+
+def _scores(
+    scenario: str, g: np.ndarray, rng: np.random.Generator, offset: np.ndarray
+) -> np.ndarray:
+    """Scores of one benchmark that depend on quality (and family offsets) only."""
+    m = g.size
+    if scenario == "independent":
+        return rng.standard_normal(m)
+    if scenario == "logistic":
+        return 1.0 / (1.0 + np.exp(-2.5 * g)) + 0.1 * rng.standard_normal(m)
+    if scenario == "convex":
+        return np.exp(1.2 * g) + 0.5 * rng.standard_normal(m)
+    if scenario == "t3":
+        return g + 0.5 * rng.standard_t(3, m) / np.sqrt(3.0)
+    if scenario == "accuracy":
+        p = 1.0 / (1.0 + np.exp(-(g + 0.5 * rng.standard_normal(m))))
+        return rng.binomial(20, p) / 20.0
+    return g + 0.5 * rng.standard_normal(m) + offset
+
+
+def hard_world(
+    scenario: str,
+    n_models: int,
+    n_units: int,
+    rng: np.random.Generator,
+    *,
+    n_benchmarks: int = 1,
+    planted_rho: float | None = None,
+    n_planted: int = 5,
+    n_families: int = 4,
+) -> HardWorld:
+    """Draw one world in which units load strongly, unevenly and nonlinearly on quality.
+
+    Units: ``v_j = μ_j − λ_j·h_j(g) + √(1 − λ_j²)·ε_j`` with loadings ``λ_j ~ U(0.3, 0.9)``,
+    a per-unit curvature ``h_j(g) ∝ g + c_j(g² − 1)``, ``c_j ~ U(−0.3, 0.3)``, and unit means
+    ``μ_j ~ U(2, 6)``. ``"curved"``: ``c_j ~ U(−0.5, 0.5)`` and heteroscedastic noise
+    ``sd ∝ exp(δ_j g)``, ``δ_j ~ U(−0.5, 0.5)``; ``"t3"``: t(3) unit noise.
+    Scores (per benchmark, higher = better): ``"independent"`` N(0, 1) noise; ``"linear"``,
+    ``"curved"`` ``g + 0.5 ε``; ``"logistic"`` ``σ(2.5 g) + 0.1 ε``; ``"convex"``
+    ``exp(1.2 g) + 0.5 ε``; ``"t3"`` ``g + 0.5·t3``; ``"accuracy"`` the share correct of 20
+    2PL-like items at ``g + 0.5 ε`` (ties); ``"families"``: ``n_families`` families with a
+    standard-normal offset each, in the scores and (scaled by U(0.5, 1.5)) in 30 % of the units.
+    With ``planted_rho`` the scores are ``g + z_b`` (``z_b`` standardized noise, plus the
+    scenario's family offsets) and the first ``n_planted`` units of benchmark ``b`` get
+    ``ε_j = −ρ·z_b + √(1 − ρ²)·ε'_j``: partial correlation ``−ρ`` with the scores given ``g``
+    (positive in the signature's sign convention: better models less perplexed).
+
+    Parameters
+    ----------
+    scenario : one of :data:`HARD_SCENARIOS`
+    n_models, n_units : int
+    rng : numpy.random.Generator
+    n_benchmarks : int
+    planted_rho : float in (0, 1), optional
+    n_planted : int
+    n_families : int
+
+    Returns
+    -------
+    HardWorld
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.worlds import hard_world
+    >>> w = hard_world("linear", 32, 2000, np.random.default_rng(0))
+    >>> w.values.shape, w.scores.shape, w.planted[0].size
+    ((2000, 32), (32, 1), 0)
+    >>> r = [np.corrcoef(w.values[j], w.quality)[0, 1] for j in range(2000)]
+    >>> bool(np.median(r) < -0.4)  # better models are less perplexed on nearly every unit
+    True
+    """
+    if scenario not in HARD_SCENARIOS:
+        raise SigmapInputError(f"scenario must be one of {HARD_SCENARIOS}, got {scenario!r}")
+    if planted_rho is not None and not 0.0 < planted_rho < 1.0:
+        raise SigmapInputError(f"planted_rho must be in (0, 1), got {planted_rho}")
+    m, d = int(n_models), int(n_units)
+    g = rng.standard_normal(m)
+    lam = rng.uniform(0.3, 0.9, d)
+    curved = scenario == "curved"
+    c = rng.uniform(-0.5, 0.5, d) if curved else rng.uniform(-0.3, 0.3, d)
+    h = g[None, :] + c[:, None] * (g[None, :] ** 2 - 1.0) / np.sqrt(2.0)
+    h = (h - h.mean(axis=1, keepdims=True)) / h.std(axis=1, keepdims=True)
+    if scenario == "t3":
+        eps = rng.standard_t(3, (d, m)) / np.sqrt(3.0)
+    else:
+        eps = rng.standard_normal((d, m))
+    if curved:
+        eps *= np.exp(rng.uniform(-0.5, 0.5, d)[:, None] * g[None, :])
+    strata = None
+    offset = np.zeros(m)
+    unit_offset = np.zeros((d, m))
+    if scenario == "families":
+        strata = rng.integers(0, n_families, m)
+        fam = rng.standard_normal(n_families)
+        offset = fam[strata]
+        hit = rng.random(d) < 0.3
+        unit_offset[hit] = rng.uniform(0.5, 1.5, int(hit.sum()))[:, None] * offset[None, :]
+    y = np.empty((m, n_benchmarks))
+    planted: list[np.ndarray] = []
+    for b in range(n_benchmarks):
+        if planted_rho is None:
+            y[:, b] = _scores(scenario, g, rng, offset)
+            planted.append(np.zeros(0, dtype=np.int64))
+            continue
+        z = _standardize(rng.standard_normal(m))
+        y[:, b] = g + z + offset
+        units = np.arange(b * n_planted, (b + 1) * n_planted, dtype=np.int64)
+        if units[-1] >= d:
+            raise SigmapInputError(f"{n_benchmarks} × {n_planted} planted units need d >= that")
+        e2 = rng.standard_normal((units.size, m))
+        eps[units] = -planted_rho * z[None, :] + np.sqrt(1.0 - planted_rho**2) * e2
+        planted.append(units)
+    v = (
+        rng.uniform(2.0, 6.0, d)[:, None]
+        - lam[:, None] * h
+        + np.sqrt(1.0 - lam[:, None] ** 2) * eps
+        + unit_offset
+    )
+    return HardWorld(
+        values=v.astype(np.float32),
+        scores=y,
+        quality=g,
+        strata=strata,
+        planted=planted,
+        loadings=lam,
+    )
