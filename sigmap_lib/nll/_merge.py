@@ -15,102 +15,13 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.nll._moments import BpbMoments, block_moments, chan_merge
 from sigmap_lib.nll._ranks import check_model_arrays, open_model_array
-
-
-@dataclass
-class BpbMoments:
-    """Per-model bits-per-byte moments over some units (a shard, or merged shards).
-
-    Attributes
-    ----------
-    model_keys : list of str
-    count : numpy.ndarray of int64, shape (n_models,)
-        Units seen per model.
-    total : numpy.ndarray of float64, shape (n_models,)
-        Sum of bits-per-byte.
-    m2 : numpy.ndarray of float64, shape (n_models,)
-        Sum of squared deviations from the mean.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from sigmap_lib.nll import BpbMoments
-    >>> m = BpbMoments(["a"], np.array([4]), np.array([6.0]), np.array([5.0]))
-    >>> m.mean.tolist(), m.sd.tolist(), m.sum_squares.tolist()
-    ([1.5], [1.118033988749895], [14.0])
-    >>> BpbMoments.from_dict(m.to_dict()) == m
-    True
-    """
-
-    model_keys: list[str]
-    count: np.ndarray
-    total: np.ndarray
-    m2: np.ndarray
-
-    def __post_init__(self) -> None:
-        self.model_keys = [str(k) for k in self.model_keys]
-        self.count = np.asarray(self.count, dtype=np.int64).reshape(-1)
-        self.total = np.asarray(self.total, dtype=np.float64).reshape(-1)
-        self.m2 = np.asarray(self.m2, dtype=np.float64).reshape(-1)
-        m = len(self.model_keys)
-        if len(set(self.model_keys)) != m:
-            raise SigmapInputError(f"duplicate model keys in bpb moments: {self.model_keys}")
-        if not self.count.shape == self.total.shape == self.m2.shape == (m,):
-            raise SigmapInputError(
-                f"bpb moments of {m} models need count/total/m2 of shape ({m},), got "
-                f"{self.count.shape}/{self.total.shape}/{self.m2.shape}"
-            )
-
-    def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, BpbMoments)
-            and self.model_keys == other.model_keys
-            and np.array_equal(self.count, other.count)
-            and np.array_equal(self.total, other.total)
-            and np.array_equal(self.m2, other.m2)
-        )
-
-    @property
-    def mean(self) -> np.ndarray:
-        """``(n_models,)`` mean bits-per-byte (NaN where ``count == 0``)."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.count > 0, self.total / self.count, np.nan)
-
-    @property
-    def sd(self) -> np.ndarray:
-        """``(n_models,)`` population (``ddof=0``) sd, as ``RankStore.bpb_sd``."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(self.count > 0, np.sqrt(self.m2 / self.count), np.nan)
-
-    @property
-    def sum_squares(self) -> np.ndarray:
-        """``(n_models,)`` raw sum of squared bits-per-byte."""
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return self.m2 + np.where(self.count > 0, self.total**2 / self.count, 0.0)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serializable (floats are written exactly by ``json``)."""
-        return {
-            "model_keys": list(self.model_keys),
-            "count": self.count.tolist(),
-            "total": self.total.tolist(),
-            "m2": self.m2.tolist(),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> BpbMoments:
-        """Inverse of :meth:`to_dict`."""
-        try:
-            return cls(d["model_keys"], d["count"], d["total"], d["m2"])
-        except KeyError as exc:
-            raise SigmapInputError(f"bpb moments dict lacks {exc}") from exc
 
 
 def bpb_moments(
@@ -161,9 +72,8 @@ def bpb_moments(
                 f"model {key}: NLL is NaN at unit {int(np.argmax(np.isnan(bpb)))}"
             )
         if d:
-            mean = bpb.mean()
             total[j] = bpb.sum()
-            m2[j] = ((bpb - mean) ** 2).sum()
+            m2[j] = block_moments(bpb)[1]
     return BpbMoments(keys, np.full(m, d, dtype=np.int64), total, m2)
 
 
@@ -202,8 +112,8 @@ def merge_bpb_moments(parts: Iterable[BpbMoments]) -> BpbMoments:
             if na == 0 or nb == 0:
                 acc[key] = (n, ta + tb, ma2 + mb2)
                 continue
-            delta = tb / nb - ta / na
-            acc[key] = (n, ta + tb, ma2 + mb2 + delta * delta * (na * nb / n))
+            m2 = chan_merge(na, ta / na, ma2, nb, tb / nb, mb2)[2]
+            acc[key] = (n, ta + tb, m2)
     if not keys:
         raise SigmapInputError("merge_bpb_moments: no moments to merge")
     return BpbMoments(

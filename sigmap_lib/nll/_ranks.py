@@ -52,6 +52,7 @@ import numpy as np
 from sigmap_lib._util._atomic import atomic_dir
 from sigmap_lib._util._checks import array_like
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.nll._moments import BpbMoments, RunningMoments
 
 RANK_ENCODING = "doubled_zero_based_average_rank"
 STORE_FORMAT = "sigmap.ranks/1"
@@ -547,41 +548,6 @@ def iter_value_chunks(
 
 
 # ----------------------------------------------------------------------------------------
-# streaming mean / sd
-
-
-class _RunningMoments:
-    """Per-column mean and M2 over rows, merged chunk by chunk (Chan et al. 1979)."""
-
-    def __init__(self, n_cols: int) -> None:
-        self.n = 0
-        self.mean = np.zeros(n_cols, dtype=np.float64)
-        self.m2 = np.zeros(n_cols, dtype=np.float64)
-
-    def update(self, block: np.ndarray, scale: np.ndarray | None = None) -> None:
-        """Merge the rows of ``block`` (times ``scale[:, None]`` when given, in float64)."""
-        nb_ = block.shape[0]
-        if nb_ == 0:
-            return
-        if scale is None:
-            b = block.astype(np.float64, copy=False)
-            bmean = b.mean(axis=0)
-            bm2 = ((b - bmean) ** 2).sum(axis=0)
-        else:
-            bmean = np.empty(block.shape[1])
-            bm2 = np.empty(block.shape[1])
-            _kernels().scaled_moments(block, np.asarray(scale, np.float64), bmean, bm2)
-        n = self.n + nb_
-        delta = bmean - self.mean
-        self.mean = self.mean + delta * (nb_ / n)
-        self.m2 = self.m2 + bm2 + delta**2 * (self.n * nb_ / n)
-        self.n = n
-
-    @property
-    def sd(self) -> np.ndarray:
-        return np.sqrt(self.m2 / self.n) if self.n else np.full_like(self.m2, np.nan)
-
-
 # ----------------------------------------------------------------------------------------
 # the store
 
@@ -665,12 +631,10 @@ class RankStore:
         stop = self.n_units if stop is None else stop
         return decode_ranks(np.asarray(self.array()[start:stop]))
 
-    def moments(self) -> Any:
+    def moments(self) -> BpbMoments | None:
         """The per-model bits-per-byte moments (:class:`~sigmap_lib.nll.BpbMoments`) of
         the store's units, for exact merges across shards (``None`` for stores written
         before the counts were kept)."""
-        from sigmap_lib.nll._merge import BpbMoments
-
         meta = json.loads((self.path / "models.json").read_text())
         if "bpb_m2" not in meta:
             return None
@@ -796,7 +760,7 @@ def build_rank_store(
             # with one copy (see _read_into)
             compressors=None,
         )
-        moments = _RunningMoments(m)
+        moments = RunningMoments(m)
         codes = np.empty((min(chunk_units, max(d, 1)), m), dtype=dt)
         vdt = values_dtype(arrays)
         for start, block in iter_value_chunks(arrays, chunk_units, n_units=d, dtype=vdt):

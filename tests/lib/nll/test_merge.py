@@ -11,7 +11,7 @@ import pytest
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll import BpbMoments, bpb_moments, build_rank_store, merge_bpb_moments
-from sigmap_lib.nll._ranks import _RunningMoments
+from sigmap_lib.nll._moments import RunningMoments
 
 _CUTS = [0, 1, 17, 900, 905, 2500, 2501, 4000, 6100]  # 8 uneven shards
 
@@ -39,8 +39,8 @@ def test_merged_moments_equal_monolithic(tmp_path) -> None:
     np.testing.assert_allclose(merged.mean, bpb.mean(axis=0), rtol=1e-13)
     np.testing.assert_allclose(merged.sd, bpb.std(axis=0), rtol=1e-11)
     np.testing.assert_allclose(merged.sum_squares, (bpb**2).sum(axis=0), rtol=1e-12)
-    # the streamed moments of the rank store (_RunningMoments, chunk by chunk)
-    run = _RunningMoments(5)
+    # the streamed moments of the rank store (RunningMoments, chunk by chunk)
+    run = RunningMoments(5)
     run.update(np.column_stack(nll), 1.0 / (nbytes * math.log(2.0)))
     np.testing.assert_allclose(merged.mean, run.mean, rtol=1e-13)
     np.testing.assert_allclose(merged.sd, run.sd, rtol=1e-11)
