@@ -62,6 +62,7 @@ from ._scorer import (
     MetabenchScorer,
     local_interval,
     low_answers_warning,
+    r_refit_params,
     score_range_of,
 )
 from ._select import (
@@ -122,6 +123,7 @@ __all__ = [
     "partial_answer_coverage",
     "published_rules",
     "published_tasks",
+    "r_refit_params",
     "read_lm_eval_answers",
     "rmse",
     "save_benchmark_fit",

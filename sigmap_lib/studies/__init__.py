@@ -2,6 +2,8 @@
 comparison of sigmap's IRT with metabench's R fits.
 """
 
+from sigmap_lib.metabench import r_refit_params  # lives with the scorer that reads R's fits
+
 from ._example import write_example_data
 from ._paths import (
     shared_data_dir,
@@ -11,7 +13,6 @@ from ._r_comparison import (
     R_POOL_COLUMNS,
     compare_fit,
     heldout_reconstruction,
-    r_refit_params,
     real_data_validation,
 )
 from ._realdata import (

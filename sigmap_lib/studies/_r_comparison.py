@@ -14,6 +14,7 @@ from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.irt._reconstruction import DEFAULT_COVARIATE_SETS, fit_score_model
+from sigmap_lib.metabench import r_refit_params
 
 DEFAULT_STEMS = (
     "arc_secondary_2PL",
@@ -24,39 +25,8 @@ DEFAULT_STEMS = (
 )
 
 
-#: Columns of ``<stem>_items.parquet`` holding R's reduced-test refit (see compare_fit).
-R_REFIT_COLUMNS = ["a1_fit350", "d_fit350", "g_fit350", "u_fit350"]
 #: Columns holding the other stored parameter set (the 350-item pool fit's).
 R_POOL_COLUMNS = ["a1", "d", "g", "u"]
-
-
-def r_refit_params(items: Any) -> Any:
-    """R's reduced-test refit parameters (``a1, d, g, u``) from an ``_items`` table.
-
-    The data README labels ``a1, d, g, u`` as the refit and ``*_fit350`` as the pool fit,
-    but for all seven stored fits the marginal log-likelihood of the ``*_fit350`` set on
-    the reduced matrix equals R's reported refit ``mirt_logLik`` (``fits_summary.csv``) to
-    four decimals, and the stored θ are exactly those parameters' θ (MAP to 1e-5); the
-    other set matches neither (docs/METABENCH_VALIDATION.md §2). The columns are used
-    by that evidence.
-
-    Examples
-    --------
-    >>> import pandas as pd
-    >>> from sigmap_lib.studies import r_refit_params
-    >>> items = pd.DataFrame(  # two rows of a metabench_irt/<stem>_items.parquet table
-    ...     {"a1": [1.2, 0.7], "d": [0.3, -1.0], "g": [0.0, 0.0], "u": [1.0, 1.0],
-    ...      "a1_fit350": [1.5, 0.9], "d_fit350": [0.4, -1.2], "g_fit350": [0.0, 0.0],
-    ...      "u_fit350": [1.0, 1.0]},
-    ...     index=pd.Index(["arc/17", "arc/42"], name="item_key"),
-    ... )
-    >>> r_refit_params(items)  # the *_fit350 columns, renamed
-               a1    d    g    u
-    item_key
-    arc/17    1.5  0.4  0.0  1.0
-    arc/42    0.9 -1.2  0.0  1.0
-    """
-    return items[R_REFIT_COLUMNS].set_axis(["a1", "d", "g", "u"], axis=1)
 
 
 def compare_fit(
