@@ -121,6 +121,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
             return 2
         stored = read_project_config(str(root)).get("minimums") or {}
         write_project_config(str(root), minimums={**stored, **minimums})  # merged, key by key
+    if getattr(args, "strata", None):
+        write_project_config(str(root), strata=args.strata)
     if not _preflight_before_run(root):
         return 1
     defs = _load_defs()
@@ -494,10 +496,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="a stage minimum (score_models, coverage_models, signature_models, "
         "metabench_respondents, semantic_benchmarks; docs/OWN_WORLD.md), kept for later runs",
     )
+    strata_help = (
+        "family: the calibrated signature test permutes models within their registry family "
+        "and regresses family effects out; none: no strata (kept for later runs)"
+    )
+    d.add_argument("--strata", choices=["family", "none"], help=strata_help)
     d.set_defaults(func=cmd_demo)
     r = sub.add_parser(
         "run", help="materialize everything missing or stale on the configured world"
     )
+    r.add_argument("--strata", choices=["family", "none"], help=strata_help)
     r.set_defaults(func=cmd_demo, world=None, quick=False, minimum=None, configured_only=True)
     g = sub.add_parser("gc", help="list (--yes: remove) stored data no current key uses")
     g.add_argument("--yes", action="store_true", help="remove what is listed")

@@ -136,7 +136,7 @@ def signature_robustness(
      ('models subset 1', -1.0, 3), ('criterion=bic', 1.0, 3), ('criterion=ebic', 1.0, 3)]
     """
     from sigmap_lib.overlap._analysis import agreement
-    from sigmap_lib.signatures._signature import extract_signatures
+    from sigmap_lib.signatures import MIN_MODELS_CALIBRATED, extract_signatures
 
     y = np.asarray(scores, dtype=np.float64)
     if y.ndim != 2 or y.shape[1] != len(benchmark_names):
@@ -167,9 +167,22 @@ def signature_robustness(
             extra["unit_jaccard"] = _mean_jaccard(main_signatures, sigs)
         out.append(Variant(name, desc, sigs, matrix, agree["rho"], agree["n_pairs"], extra))
 
-    def run(values: Any, yy: np.ndarray, offset: int = 0, **changes: Any) -> dict[str, np.ndarray]:
+    def run(
+        values: Any,
+        yy: np.ndarray,
+        offset: int = 0,
+        models: np.ndarray | None = None,
+        **changes: Any,
+    ) -> dict[str, np.ndarray]:
         kw = dict(base) | changes
-        if str(kw.get("method") or "").startswith("calibrated"):
+        meth = str(kw.get("method") or "")
+        if meth != "calibrated":
+            kw.pop("strata", None)  # the strata are an option of the partial test only
+        elif models is not None and kw.get("strata") is not None:
+            kw["strata"] = np.asarray(kw["strata"])[models]
+        if not meth.startswith("calibrated"):
+            kw.pop("fwer", None)
+        if meth.startswith("calibrated"):
             kw = {k: v for k, v in kw.items() if k not in ("criterion", "statistic", "k", "q")}
         else:
             if kw.get("method") is not None:
@@ -196,11 +209,14 @@ def signature_robustness(
     for name, lo, hi in (("corpus half 1", 0, split), ("corpus half 2", split, d)):
         add(name, f"units {lo:,}–{hi:,} only", run(all_values[lo:hi], y, offset=lo))
     # 3. random subsets of models
-    size = max(5, round(subset_fraction * m))
+    # (the calibrated test refuses fewer than MIN_MODELS_CALIBRATED models)
+    size = max(
+        MIN_MODELS_CALIBRATED if main_method == "calibrated" else 5, round(subset_fraction * m)
+    )
     if size < m:
         for i in range(n_model_subsets):
             models = np.sort(rng.choice(m, size=size, replace=False))
-            sigs = run(all_values[:, models], y[models])
+            sigs = run(all_values[:, models], y[models], models=models)
             add(f"models subset {i + 1}", f"{size} of {m} models", sigs, models=models)
     # 4. other criteria (forward selection) and the other methods side by side
     if not calibrated:

@@ -256,7 +256,12 @@ def signature_inputs(storage: SigmapStorage, keys: list[str]) -> SignatureInputs
             no_sig[k] = cal.get("reason") or f"empty signature ({summary.get('method', 'aic')})"
         settings = settings or SignatureSettings.from_dict(summary["settings"])
         if settings.resolved_method.startswith("calibrated") and summary.get("calibration"):
-            options = {"n_permutations": summary["calibration"]["n_permutations"]}
+            options = {
+                "n_permutations": summary["calibration"]["n_permutations"],
+                "fwer": summary.get("fwer") or "benchmark",
+            }
+            if summary.get("strata_labels") is not None:
+                options["strata"] = np.asarray(summary["strata_labels"])
     return SignatureInputs(
         info=info,
         signatures=sigs,

@@ -364,13 +364,61 @@ class SignatureConfig(dg.Config):
     """Forward selection's permutation null (aic / bic / ebic)."""
     context_units: int = 20
     seed: int = 0
+    strata: str = ""
+    """Calibrated test: stratify the models by this registry column ("family": permutations
+    within families, family effects regressed out of units and scores), "none" for no
+    strata; "" (default) takes what `sigmap run --strata` stored for this storage root."""
+    fwer: str = "benchmark"
+    """Calibrated methods: control the family-wise error per benchmark ("benchmark") or over
+    all units of all benchmarks together ("all", one shared set of model permutations)."""
 
 
-def extract_options(config: SignatureConfig, settings) -> dict:
+def model_strata(config: SignatureConfig, storage: SigmapStorage, models: list[str]):
+    """``(column, labels)``: the registry column the calibrated test stratifies by and one
+    label per model of ``models`` (``(None, None)`` without strata)."""
+    from sigmap_assets.resources import read_project_config
+    from sigmap_lib.errors import SigmapInputError
+
+    column = config.strata or str(read_project_config(storage.root).get("strata") or "")
+    if column in ("", "none"):
+        return None, None
+    if column != "family":
+        raise SigmapInputError(f"strata: unknown model column {column!r} (use 'family' or 'none')")
+    table = pl.read_parquet(storage.layout.registry_table())
+    family = dict(zip(table["key"].to_list(), table["family"].to_list()))
+    missing = [k for k in models if not family.get(k)]
+    if missing:
+        raise SigmapInputError(
+            f"strata 'family': models.yaml gives no family for {', '.join(missing[:5])}"
+            f"{' …' if len(missing) > 5 else ''}: add `family:` to those entries, or run "
+            "without strata (`sigmap run --strata none`)"
+        )
+    return column, np.array([str(family[k]) for k in models])
+
+
+def too_few_for_calibrated(y, keys: list[str], method: str) -> dict[str, str]:
+    """Benchmarks the calibrated test refuses (too few scored models), with the reason."""
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.signatures import check_calibrated_models
+
+    if method != "calibrated":
+        return {}
+    out = {}
+    for j, key in enumerate(keys):
+        try:
+            check_calibrated_models(int(np.isfinite(y[:, j]).sum()), name=key)
+        except SigmapInputError as exc:
+            out[key] = str(exc)
+    return out
+
+
+def extract_options(config: SignatureConfig, settings, strata=None) -> dict:
     """extract_signatures' arguments beyond the saved settings: the precision and extras of
-    each method family (permutations, LOO R², bootstrap)."""
+    each method family (permutations, LOO R², bootstrap; strata and error scope)."""
     if settings.resolved_method.startswith("calibrated"):
-        return {"n_permutations": config.permutations, "seed": config.seed}
+        extra = {"strata": strata} if settings.resolved_method == "calibrated" else {}
+        base = {"n_permutations": config.permutations, "seed": config.seed, "fwer": config.fwer}
+        return base | extra
     if settings.resolved_method == "lasso":
         return {"seed": config.seed}
     return {
@@ -412,6 +460,12 @@ def signatures(
             "re-materialize screened_candidates first"
         )
     skipped = {k: v["skipped"] for k, v in screened.items() if "skipped" in v}
+    y_all = score_matrix(storage, info["models"], keys)
+    skipped |= {
+        k: r
+        for k, r in too_few_for_calibrated(y_all, keys, config.method).items()
+        if k not in skipped
+    }
     for key, reason in skipped.items():
         write_parquet(pl.DataFrame(schema=UNIT_SCHEMA), storage.layout.signature_units(key))
         write_json(
@@ -434,13 +488,14 @@ def signatures(
         alpha=config.alpha,
         shared_null=config.shared_null,
     )
+    strata_column, strata = model_strata(config, storage, info["models"])
     sigs = extract_signatures(
         open_ranks(storage, info),
         score_matrix(storage, info["models"], keys),
         nll_arrays=open_nll_arrays(storage, info["models"], info),
         benchmark_names=keys,
         **settings.extract_kwargs(),
-        **extract_options(config, settings),
+        **extract_options(config, settings, strata),
     )
     corpus = open_corpus(storage, info)
     rows, tables, plots = [], [], []
@@ -452,6 +507,9 @@ def signatures(
             "models": info["models"],
             "config": config.model_dump(),
             "settings": settings.to_dict(),
+            "strata": strata_column,
+            "strata_labels": None if strata is None else strata.tolist(),
+            "fwer": config.fwer,
         }
         write_json(summary, storage.layout.signature_summary(key))
         rows.append(signature_row(key, sig, summary))
