@@ -2,6 +2,8 @@
 the benchmark catalog, item responses and questions, and benchmark scores.
 """
 
+from sigmap_lib._util import files_stamp
+
 from ._catalog import (
     Benchmark,
     benchmark_slug,
@@ -91,6 +93,7 @@ __all__ = [
     "default_shard_units",
     "diff_plans",
     "empty_scores",
+    "files_stamp",
     "from_wide",
     "iter_documents",
     "iter_shard_documents",

@@ -3,9 +3,9 @@
 NLL store, and the rank store.
 """
 
-from sigmap_lib._util import ConcatArray
+from sigmap_lib._util import ConcatArray, files_stamp
 
-from ._fingerprint import file_sha256, files_stamp, model_files, model_fingerprint
+from ._fingerprint import file_sha256, model_files, model_fingerprint
 from ._gguf import convert_gguf, gguf_architecture
 from ._merge import BpbMoments, bpb_moments, merge_bpb_moments
 from ._perplexity import (

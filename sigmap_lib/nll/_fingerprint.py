@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -83,28 +81,6 @@ def file_sha256(path: str | Path, cache: dict[str, Any] | None = None) -> str:
     if cache is not None:
         cache[key] = {"stamp": stamp, "sha256": digest}
     return digest
-
-
-def files_stamp(files: Sequence[str | Path]) -> str:
-    """A cheap identity of files (names, sizes, modification times; nothing is read): what a
-    sensor compares to notice that a model changed.
-
-    Examples
-    --------
-    >>> import os
-    >>> from pathlib import Path
-    >>> from sigmap_lib.nll import files_stamp
-    >>> _ = Path("w.bin").write_bytes(b"abc")
-    >>> a = files_stamp(["w.bin"])
-    >>> os.utime("w.bin", ns=(0, 10**9))  # touched (e.g. rewritten in place)
-    >>> a == files_stamp(["w.bin"]), len(a)
-    (False, 16)
-    """
-    h = hashlib.sha256()
-    for f in files:
-        st = os.stat(f)
-        h.update(f"{f}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
 
 
 def model_fingerprint(

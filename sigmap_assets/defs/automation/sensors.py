@@ -72,13 +72,9 @@ def catalog_sensor(
 
 def corpus_digest(corpus_dir) -> str:
     """Names, sizes and modification times of the corpus files (cheap: no file is read)."""
-    from sigmap_lib.inputs import corpus_files
+    from sigmap_lib.inputs import corpus_files, files_stamp
 
-    h = hashlib.sha256()
-    for p in corpus_files(corpus_dir):
-        st = p.stat()
-        h.update(f"{p.relative_to(corpus_dir)}|{st.st_size}|{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()[:16]
+    return files_stamp(corpus_files(corpus_dir), root=corpus_dir)
 
 
 @dg.sensor(

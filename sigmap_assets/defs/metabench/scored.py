@@ -5,7 +5,6 @@ model folder (`lm_eval ... --output_path LOGS --log_samples` writes `LOGS/<model
 a `scored_models` partition, re-scored whenever its files change.
 """
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -33,11 +32,9 @@ def log_folders(root: Path) -> dict[str, Path]:
 
 def folder_fingerprint(folder: Path) -> str:
     """Names, sizes and mtimes of a folder's lm-eval files (a new run changes it)."""
-    h = hashlib.sha256()
-    for p in sorted(folder.glob("*.json*")):
-        st = p.stat()
-        h.update(f"{p.name}:{st.st_size}:{st.st_mtime_ns};".encode())
-    return h.hexdigest()[:16]
+    from sigmap_lib.inputs import files_stamp
+
+    return files_stamp(sorted(folder.glob("*.json*")), root=folder)
 
 
 @dg.asset(
