@@ -20,10 +20,12 @@ from ._corpus import (
 )
 from ._items import (
     ResponseMatrix,
+    lm_eval_folder_model,
     metabench_questions,
     read_lm_eval_samples,
     read_questions,
     read_responses,
+    samples_task,
 )
 from ._registry import (
     ModelSpec,
@@ -33,6 +35,7 @@ from ._registry import (
 from ._segment import (
     DEFAULT_UNIT_PATTERN,
     char_to_byte_offsets,
+    segment_regex,
     segment_units,
     unit_byte_spans,
 )
@@ -55,6 +58,7 @@ from .scores import (
     ScoreValidation,
     apply_model_match,
     empty_scores,
+    file_time,
     from_wide,
     lm_eval_model_id,
     match_models,
@@ -93,10 +97,12 @@ __all__ = [
     "default_shard_units",
     "diff_plans",
     "empty_scores",
+    "file_time",
     "files_stamp",
     "from_wide",
     "iter_documents",
     "iter_shard_documents",
+    "lm_eval_folder_model",
     "lm_eval_model_id",
     "match_models",
     "metabench_questions",
@@ -115,6 +121,8 @@ __all__ = [
     "read_score_sources",
     "read_scores",
     "read_wide",
+    "samples_task",
+    "segment_regex",
     "segment_units",
     "shard_key",
     "shard_offsets",

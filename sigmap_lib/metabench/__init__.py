@@ -3,6 +3,7 @@ the joint fit, persistence, scoring of new models, export and simulation.
 """
 
 from ._common import (
+    check_inputs,
     full_scores,
     item_statistics,
     rmse,
@@ -75,6 +76,7 @@ from ._simulate import (
 )
 from ._tasks import (
     PUBLISHED_BENCHMARKS,
+    VERSIONS,
     TaskSpec,
     fit_tasks,
     published_tasks,
@@ -87,6 +89,7 @@ __all__ = [
     "MIN_ANSWERED_SHARE",
     "PUBLISHED_BENCHMARKS",
     "TINY_SETTINGS",
+    "VERSIONS",
     "BenchmarkFit",
     "BenchmarkScorer",
     "ItemPool",
@@ -101,6 +104,7 @@ __all__ = [
     "TaskSpec",
     "answers_frame",
     "build_item_pool",
+    "check_inputs",
     "export_items",
     "fit_benchmarks",
     "fit_joint",

@@ -115,6 +115,24 @@ def item_statistics(x: np.ndarray, guess_factor: float = 0.75) -> pd.DataFrame:
 
 
 def check_inputs(responses: dict[str, pd.DataFrame], full_scores: pd.DataFrame) -> None:
+    """Check the inputs of :func:`fit_metabench` (raises :class:`SigmapInputError`).
+
+    ``responses``: benchmark -> complete 0/1 DataFrame (models x items), at least 50
+    models, no duplicate ids; ``full_scores``: models x benchmarks, a full score for every
+    model with responses.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> from sigmap_lib.metabench import check_inputs
+    >>> models = [f"m{i}" for i in range(60)]
+    >>> resp = pd.DataFrame(np.eye(60, 3, dtype=int), index=models, columns=["i0", "i1", "i2"])
+    >>> check_inputs({"arc": resp}, pd.DataFrame({"arc": np.linspace(0, 1, 60)}, index=models))
+    >>> check_inputs({"arc": resp.iloc[:10]}, pd.DataFrame({"arc": np.zeros(60)}, index=models))
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: arc: need at least 50 models, got 10
+    """
     if not isinstance(responses, dict) or not responses:
         raise SigmapInputError(
             "metabench: responses must be a non-empty dict benchmark -> DataFrame"

@@ -7,9 +7,9 @@ from types import MappingProxyType
 from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._irt import IRT_MODELS
-from sigmap_lib.irt._reconstruction import (
+from sigmap_lib.irt import (
     DEFAULT_COVARIATE_SETS,
+    IRT_MODELS,
     parse_covariates,
 )
 

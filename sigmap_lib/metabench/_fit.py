@@ -46,8 +46,8 @@ import numpy as np
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._gam import GamModel
-from sigmap_lib.irt._reconstruction import (
+from sigmap_lib.irt import (
+    GamModel,
     LinearPredictor,
     ScoreModel,
 )

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._gam import GamModel, fit_gam
-from sigmap_lib.irt._ridge import fit_ridge
+from sigmap_lib.irt import GamModel, fit_gam, fit_ridge
 from sigmap_lib.metabench._common import rmse
 from sigmap_lib.metabench._config import MetabenchConfig
 from sigmap_lib.metabench._select import BenchmarkFit

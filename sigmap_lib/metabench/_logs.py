@@ -23,8 +23,7 @@ import numpy as np
 from sigmap_lib._util._files import files_in
 from sigmap_lib._util._tables import iter_jsonl, load_json
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._items import lm_eval_folder_model, samples_task
-from sigmap_lib.inputs.scores._lm_eval import file_time
+from sigmap_lib.inputs import file_time, lm_eval_folder_model, samples_task
 from sigmap_lib.metabench._tasks import PUBLISHED_BENCHMARKS
 
 

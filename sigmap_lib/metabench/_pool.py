@@ -8,8 +8,7 @@ import numpy as np
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._gam import fit_gam, fit_pspline
-from sigmap_lib.irt._irt import estimate_theta, fit_irt
+from sigmap_lib.irt import estimate_theta, fit_gam, fit_irt, fit_pspline
 from sigmap_lib.metabench._common import (
     item_statistics,
     rmse,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._irt import estimate_theta
+from sigmap_lib.irt import estimate_theta
 from sigmap_lib.metabench._fit import MetabenchFit
 
 # ---------------------------------------------------------------------------

@@ -45,7 +45,7 @@ import numpy as np
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._irt import estimate_theta
+from sigmap_lib.irt import estimate_theta
 
 #: Below this share of a benchmark's items answered, scoring warns (θ leans on the prior).
 MIN_ANSWERED_SHARE = 0.25
@@ -390,7 +390,7 @@ class MetabenchScorer:
         >>> list(s.benchmarks), s.benchmarks["arc"].theta_method, s.source["missing"][:2]
         (['arc'], 'MAP', ['gsm8k', 'hellaswag'])
         """
-        from sigmap_lib.irt._gam import fit_gam
+        from sigmap_lib.irt import fit_gam
         from sigmap_lib.metabench._tasks import PUBLISHED_BENCHMARKS, VERSIONS
 
         if version not in VERSIONS:

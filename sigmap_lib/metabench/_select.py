@@ -8,11 +8,15 @@ import numpy as np
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._gam import GamModel, fit_gam
-from sigmap_lib.irt._irt import IrtFit, estimate_theta, fit_irt, item_information
-from sigmap_lib.irt._reconstruction import (
+from sigmap_lib.irt import (
+    GamModel,
+    IrtFit,
     ScoreModel,
+    estimate_theta,
+    fit_gam,
+    fit_irt,
     fit_score_model,
+    item_information,
 )
 from sigmap_lib.metabench._common import rmse, type4_quantiles
 from sigmap_lib.metabench._config import MetabenchConfig

@@ -54,7 +54,7 @@ def simulate_benchmarks(
     >>> list(truth["params"]["arc"].columns), truth["theta"].shape  # planted items and abilities
     (['a1', 'd', 'g', 'u'], (200, 2))
     """
-    from sigmap_lib.irt._irt import simulate_responses
+    from sigmap_lib.irt import simulate_responses
 
     rng = np.random.default_rng(seed)
     bms = list(sizes)

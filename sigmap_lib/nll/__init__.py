@@ -6,7 +6,7 @@ NLL store, and the rank store.
 from sigmap_lib._util import ConcatArray, files_stamp
 
 from ._fingerprint import file_sha256, model_files, model_fingerprint
-from ._gguf import convert_gguf, gguf_architecture
+from ._gguf import convert_gguf, gguf_architecture, is_gguf_path
 from ._merge import BpbMoments, bpb_moments, merge_bpb_moments
 from ._perplexity import (
     apportion_token_nll,
@@ -18,13 +18,16 @@ from ._perplexity import (
     token_nll,
 )
 from ._ranks import (
+    EXACT_INT_DTYPES,
     MAX_MODELS_UINT8,
     RankStore,
+    as_2d_values,
     build_rank_store,
     check_model_arrays,
     decode_ranks,
     encode_ranks,
     iter_value_chunks,
+    numba_kernels,
     rank_dtype,
     rank_rows,
     rank_store_identity,
@@ -40,6 +43,7 @@ from ._store import (
 )
 
 __all__ = [
+    "EXACT_INT_DTYPES",
     "MAX_MODELS_UINT8",
     "BpbMoments",
     "ConcatArray",
@@ -48,6 +52,7 @@ __all__ = [
     "RankStore",
     "ShardedRanks",
     "apportion_token_nll",
+    "as_2d_values",
     "bpb_moments",
     "build_rank_store",
     "check_model_arrays",
@@ -59,12 +64,14 @@ __all__ = [
     "files_stamp",
     "gguf_architecture",
     "import_nll",
+    "is_gguf_path",
     "iter_value_chunks",
     "load_model",
     "merge_bpb_moments",
     "model_context_length",
     "model_files",
     "model_fingerprint",
+    "numba_kernels",
     "open_nll_source",
     "rank_dtype",
     "rank_rows",

@@ -32,7 +32,14 @@ _SOURCE_JSON = "gguf_source.json"
 
 
 def is_gguf_path(path: str | Path) -> bool:
-    """Whether ``path`` names a ``.gguf`` file (by its suffix, case-insensitive)."""
+    """Whether ``path`` names a ``.gguf`` file (by its suffix, case-insensitive).
+
+    Examples
+    --------
+    >>> from sigmap_lib.nll import is_gguf_path
+    >>> is_gguf_path("models/tiny.Q8_0.GGUF"), is_gguf_path("models/tiny")
+    (True, False)
+    """
     return Path(path).suffix.lower() == ".gguf"
 
 

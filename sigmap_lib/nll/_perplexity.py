@@ -57,11 +57,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._segment import char_to_byte_offsets, segment_units, unit_byte_spans
+from sigmap_lib.inputs import char_to_byte_offsets, segment_units, unit_byte_spans
 from sigmap_lib.nll._gguf import check_gguf_file, convert_gguf, gguf_to_model, is_gguf_path
 
 if TYPE_CHECKING:  # pragma: no cover
-    from sigmap_lib.inputs._corpus import CorpusStore
+    from sigmap_lib.inputs import CorpusStore
     from sigmap_lib.nll._store import NLLStore
 
 

@@ -91,8 +91,17 @@ def rank_dtype(n_models: int) -> np.dtype:
     raise SigmapInputError(f"at most {MAX_MODELS_UINT16} models can be ranked, got {n_models}")
 
 
-def _kernels() -> Any:
-    """The numba kernels (module :mod:`sigmap_lib.nll._kernels`, imported on first use)."""
+def numba_kernels() -> Any:
+    """The numba kernels of :mod:`sigmap_lib.nll` and :mod:`sigmap_lib.signatures` (the
+    module ``sigmap_lib.nll._kernels``, imported on first use: importing numba costs ~0.5 s).
+
+    Examples
+    --------
+    >>> from sigmap_lib.nll import numba_kernels
+    >>> k = numba_kernels()
+    >>> k.BLOCK_UNITS, k.MAX_CHUNKS
+    (256, 64)
+    """
     from sigmap_lib.nll import _kernels as _rank_kernels
 
     return _rank_kernels
@@ -103,7 +112,7 @@ def _encode_into(v: np.ndarray, out: np.ndarray) -> int:
     of NaN values met (then the codes of their rows are meaningless)."""
     if v.shape[0] == 0:
         return 0
-    k = _kernels()
+    k = numba_kernels()
     if v.shape[1] <= MAX_MODELS_UINT8:
         return int(k.encode_blocked(v, out, k.BLOCK_UNITS))
     k.encode_rowwise(v, out)
@@ -111,6 +120,20 @@ def _encode_into(v: np.ndarray, out: np.ndarray) -> int:
 
 
 def as_2d_values(values: Any, name: str = "values") -> np.ndarray:
+    """``values`` checked as unit-major ``(n_units, n_models)`` real values without NaN
+    (±inf allowed), in their own dtype; errors name ``name``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import as_2d_values
+    >>> as_2d_values([[1.0, 2.0], [3.0, np.inf]]).shape
+    (2, 2)
+    >>> as_2d_values(np.array([[1.0, np.nan]]), "nll")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: nll contains NaN (first at unit 0, model column 1); per-unit perplexities must be finite or +/-inf
+    """
     arr = array_like(values, name, ndim=2, dtype=None, shape="unit-major (n_units, n_models)")
     if arr.shape[1] < 1:
         raise SigmapInputError(f"{name} has no model columns (shape {arr.shape})")

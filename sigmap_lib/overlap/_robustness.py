@@ -42,7 +42,7 @@ def _overlap(
     signatures, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models: np.ndarray | None = None
 ):
     from sigmap_lib.overlap._signature import signature_overlap
-    from sigmap_lib.signatures._signature import gather_units
+    from sigmap_lib.signatures import gather_units
 
     arrays = list(nll_arrays) if models is None else [nll_arrays[i] for i in models]
     mean = bpb_mean if models is None else bpb_mean[models]

@@ -36,7 +36,7 @@ SIZES = {
 
 
 def _real_inputs() -> tuple[pd.DataFrame | None, np.ndarray | None]:
-    from sigmap_lib.studies._paths import shared_data_dir
+    from sigmap_lib.studies import shared_data_dir
 
     root = shared_data_dir() / "metabench_irt"
     if not root.exists():
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict:
     progress line per benchmark goes to stderr.
     """
     from sigmap_lib import metabench as mb
-    from sigmap_lib.metabench._common import check_inputs
+    from sigmap_lib.metabench import check_inputs
 
     ap = argparse.ArgumentParser(prog="sigmap bench metabench", description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (a couple of minutes)")

@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--only", choices=["default", "n_max", "replace"], default=None)
     args = ap.parse_args(argv)
 
-    from sigmap_lib.overlap._semantic import semantic_overlap
+    from sigmap_lib.overlap import semantic_overlap
 
     rng = np.random.default_rng(args.seed)
     emb = {

@@ -202,10 +202,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from sigmap_lib.inputs._corpus import Document, build_corpus_store
-    from sigmap_lib.nll._perplexity import resolve_device, score_corpus
-    from sigmap_lib.nll._store import NLLStore
-    from sigmap_lib.worlds._tiny import build_causal_lm, random_text, train_bpe_tokenizer
+    from sigmap_lib.inputs import Document, build_corpus_store
+    from sigmap_lib.nll import NLLStore, resolve_device, score_corpus
+    from sigmap_lib.worlds import build_causal_lm, random_text, train_bpe_tokenizer
 
     device = resolve_device(args.device)
     gpu = device.startswith("cuda")
@@ -271,7 +270,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         work / "nll", corpus.n_units, corpus.shard_bounds, corpus.fingerprint
     )
     if gpu:  # warm-up (kernel selection, allocator) outside the timed run
-        from sigmap_lib.nll._perplexity import document_unit_nll
+        from sigmap_lib.nll import document_unit_nll
 
         document_unit_nll(
             model, tok, texts[:8], max_length=args.max_length, batch_tokens=batch_tokens,
@@ -331,7 +330,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     result["overhead_ok"] = bool(result["overhead_fraction"] <= 0.10)
     if big or gpu:
-        from sigmap_lib.nll._perplexity import model_context_length
+        from sigmap_lib.nll import model_context_length
 
         L = args.max_length or model_context_length(model, tok)
         nm = _matmul_params(model)
@@ -404,7 +403,7 @@ def _stdlib_documents(tokenizer: Any, target_tokens: int, max_tokens: int) -> li
     import importlib
     import inspect
 
-    from sigmap_lib.inputs._corpus import Document
+    from sigmap_lib.inputs import Document
 
     docs: list[Any] = []
     n = 0
@@ -433,16 +432,16 @@ def _model_bench(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
     import torch
 
-    from sigmap_lib.inputs._corpus import build_corpus_store, read_corpus
-    from sigmap_lib.nll._gguf import is_gguf_path
-    from sigmap_lib.nll._perplexity import (
+    from sigmap_lib.inputs import build_corpus_store, read_corpus
+    from sigmap_lib.nll import (
+        NLLStore,
         document_unit_nll,
+        is_gguf_path,
         load_model,
         model_context_length,
         resolve_device,
         score_corpus,
     )
-    from sigmap_lib.nll._store import NLLStore
 
     device = resolve_device(args.device)
     if args.threads is not None:

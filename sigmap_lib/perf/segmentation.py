@@ -21,7 +21,7 @@ MIXED = " naïve café 日本語テキスト 🚀🚀 👩\u200d💻 x²³ ٣٤�
 
 
 def main(argv: list[str] | None = None) -> dict:
-    from sigmap_lib.inputs._segment import segment_regex, segment_units
+    from sigmap_lib.inputs import segment_regex, segment_units
 
     ap = argparse.ArgumentParser(prog="sigmap bench segmentation")
     ap.add_argument("--mb", type=float, default=20.0, help="megabytes of text (default 20)")

@@ -20,7 +20,7 @@ import numpy as np
 def main(argv: list[str] | None = None) -> dict:
     import statsmodels.api as sm
 
-    from sigmap_lib.signatures._selection import forward_select
+    from sigmap_lib.signatures import forward_select
 
     ap = argparse.ArgumentParser(prog="sigmap bench selection")
     ap.add_argument("--d", type=float, default=1e6)

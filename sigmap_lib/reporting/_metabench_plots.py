@@ -10,8 +10,8 @@ import numpy as np
 
 from sigmap_lib._util._atomic import atomic_file
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._irt import item_information
-from sigmap_lib.metabench._fit import MetabenchFit
+from sigmap_lib.irt import item_information
+from sigmap_lib.metabench import MetabenchFit
 
 # ---------------------------------------------------------------------------
 # plots

@@ -38,7 +38,7 @@ def level_analyses(matrix: Any, meta: Mapping[str, Mapping[str, str]]) -> dict[s
     >>> res["cluster"].order
     ['arc', 'arc_easy', 'gsm8k', 'math']
     """
-    from sigmap_lib.overlap._analysis import cluster, function_matrix, group_test, spread
+    from sigmap_lib.overlap import cluster, function_matrix, group_test, spread
 
     sub = {k: v for k, v in meta.items() if k in matrix.labels}
     out = {

@@ -14,7 +14,7 @@ import numpy as np
 
 from sigmap_lib._util._atomic import atomic_file
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.overlap._matrix import OverlapMatrix
+from sigmap_lib.overlap import OverlapMatrix
 
 
 def pyplot():
@@ -77,7 +77,7 @@ def heatmap(
     if b == 0:
         raise SigmapInputError("heatmap: empty overlap matrix")
     if order is None and cluster_order and b > 2:
-        from sigmap_lib.overlap._analysis import cluster
+        from sigmap_lib.overlap import cluster
 
         order = cluster(matrix, fill_nan=0.0).order
     m = matrix.subset(list(order)) if order is not None else matrix
@@ -130,7 +130,7 @@ def dendrogram(matrix: OverlapMatrix, path: str | Path, *, title: str = "") -> P
     plt = pyplot()
     from scipy.cluster.hierarchy import dendrogram as scipy_dendrogram
 
-    from sigmap_lib.overlap._analysis import cluster
+    from sigmap_lib.overlap import cluster
 
     b = len(matrix.labels)
     if b < 2:

@@ -84,6 +84,7 @@ from sigmap_lib.signatures._statistics import (
 
 CALIBRATED_METHODS = ("calibrated", "calibrated-marginal")
 FWER_SCOPES = ("benchmark", "all")
+PARTIAL_STATISTICS = ("spearman", "pearson")
 
 
 # ----------------------------------------------------------------------------------------
@@ -99,7 +100,7 @@ class Calibration:
     method : {"calibrated", "calibrated-marginal"}
         The max-T test: the partial rank correlation given general quality ``ĝ``, or the
         marginal Thrush correlation.
-    statistic : {"partial-spearman", "thrush", "preselect"}
+    statistic : {"partial-pearson", "partial-spearman", "thrush", "preselect"}
         The statistic whose maximum over all units is calibrated (``"preselect"`` only for
         forward selection screened by it).
     alpha : float
@@ -302,15 +303,15 @@ def check_calibrated_models(m: int, strata: Any = None, name: str = "") -> None:
     >>> check_calibrated_models(8, name="arc")
     Traceback (most recent call last):
     ...
-    sigmap_lib.errors.SigmapInputError: benchmark 'arc': 8 scored models; the calibrated signature test needs >= 12 (below that the permutation maximum reaches |rho| = 1 and no unit can pass): score more models, or use method='aic' for an uncalibrated description
+    sigmap_lib.errors.SigmapInputError: benchmark 'arc': 8 scored models; the calibrated signature test needs >= 12 (below that the permutation maximum over the units is close to 1 and nothing can be detected): score more models, or use method='aic' for an uncalibrated description
     """
     where = f"benchmark {name!r}: " if name else ""
     if m < MIN_MODELS_CALIBRATED:
         raise SigmapInputError(
             f"{where}{m} scored models; the calibrated signature test needs >= "
-            f"{MIN_MODELS_CALIBRATED} (below that the permutation maximum reaches |rho| = 1 "
-            "and no unit can pass): score more models, or use method='aic' for an "
-            "uncalibrated description"
+            f"{MIN_MODELS_CALIBRATED} (below that the permutation maximum over the units is "
+            "close to 1 and nothing can be detected): score more models, or use method='aic' "
+            "for an uncalibrated description"
         )
     if strata is not None:
         q = quality_basis(np.linspace(0.0, 1.0, m), strata).shape[1]
@@ -338,6 +339,7 @@ def calibrated_signatures(
     strata: Any = None,
     fwer: str = "benchmark",
     names: Any = None,
+    partial_statistic: str = "spearman",
 ) -> list[CalibratedResult]:
     """Max-T calibrated signatures of every column of ``y (m, B)`` (see module docstring).
 
@@ -353,6 +355,10 @@ def calibrated_signatures(
         raise SigmapInputError(f"buffer_units must be >= 1, got {buffer_units}")
     if fwer not in FWER_SCOPES:
         raise SigmapInputError(f"fwer must be one of {FWER_SCOPES}, got {fwer!r}")
+    if partial_statistic not in PARTIAL_STATISTICS:
+        raise SigmapInputError(
+            f"partial_statistic must be one of {PARTIAL_STATISTICS}, got {partial_statistic!r}"
+        )
     groups = per_mask_groups(y)
     lab = None
     if strata is not None:
@@ -387,6 +393,7 @@ def calibrated_signatures(
         strata=lab,
         n_units=d,
         fwer=fwer,
+        partial_statistic=partial_statistic,
     )
     part, _ = max_t_pass(source, design, buffer_units=buffer_units, chunk_units=chunk_units)
     # thresholds, and the certificate that the buffer holds every unit above them
@@ -442,7 +449,7 @@ def calibrated_signatures(
             )
         cal = Calibration(
             method=method,
-            statistic="partial-spearman" if method == "calibrated" else "thrush",
+            statistic=f"partial-{partial_statistic}" if method == "calibrated" else "thrush",
             alpha=float(alpha),
             n_permutations=int(n_permutations),
             shared=bool(shared_null),

@@ -219,8 +219,8 @@ def general_quality(source: Any, models: Any = None, *, chunk_units: int = 1 << 
 
 
 # The smallest number of scored models at which the calibrated test holds its level and
-# can detect anything (measured: `sigmap bench recovery`, docs/RESULTS.md): at m < 12 the
-# permutation maximum of |Spearman| over 1e4 units reaches 1, so no unit can pass.
+# can detect anything (measured: `sigmap bench recovery`, docs/RESULTS.md): below 12 the
+# permutation maximum over 1e4 units is close to 1 (|Spearman| reaches 1 at m <= 10).
 MIN_MODELS_CALIBRATED = 12
 # residual degrees of freedom left after the quality basis and the strata
 MIN_RESIDUAL_DF = 9
@@ -316,6 +316,12 @@ def stratified_permutations(
     return out
 
 
+def _pearson_cols(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The columns of ``e (m, c)`` as they are (residuals, centred) and their norms."""
+    ne = np.sqrt((e * e).sum(axis=0))
+    return e.copy(), np.where(ne > 0, ne, 1.0)
+
+
 def _crank2(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Doubled centred average ranks ``2·rank − (m + 1)`` of each column of ``e (m, c)``
     (integers, exact in float32 products with rank codes up to m = 128) and each column's
@@ -327,13 +333,36 @@ def _crank2(e: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return r, np.where(nr > 0, nr, 1.0)
 
 
-def residual_codes(x: Any, basis: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
-    """Rank codes (doubled zero-based average ranks) of each row's residual on ``basis``.
+def residuals(x: Any, basis: np.ndarray) -> np.ndarray:
+    """Each row of ``x (n, m)`` minus its projection on the orthonormal ``basis (m, q)``
+    (float64); a row whose residual is below ``1e-9`` of its centred norm (constant, or in
+    the span of the basis up to rounding) is set to exactly 0.
 
-    ``x (n, m)`` per-unit values; each row minus its projection on the orthonormal
-    ``basis (m, q)``, then ranked across the models. A row whose residual is below
-    ``1e-9`` of its centred norm (constant, or exactly a function in the span of the basis)
-    gets all-tied codes (so its statistic is 0). Rows are processed 65,536 at a time.
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import quality_basis, residuals
+    >>> g = np.arange(12.0)
+    >>> x = np.vstack([3.0 + 2.0 * g, np.r_[1.0, np.zeros(11)]])
+    >>> r = residuals(x, quality_basis(g))
+    >>> r[0].tolist() == [0.0] * 12, bool(abs(r[1].sum()) < 1e-12)  # in the span; centred
+    (True, True)
+    """
+    xb = np.asarray(x, dtype=np.float64)
+    r = xb - (xb @ basis) @ basis.T
+    xc = xb - xb.mean(axis=1, keepdims=True)
+    nr = np.einsum("ij,ij->i", r, r)
+    tiny = 1e-18 * np.einsum("ij,ij->i", xc, xc) + 1e-26 * np.einsum("ij,ij->i", xb, xb)
+    r[nr <= tiny] = 0.0
+    return r
+
+
+def residual_codes(x: Any, basis: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """Rank codes (doubled zero-based average ranks) of each row's :func:`residuals`.
+
+    ``x (n, m)`` per-unit values, ranked across the models after the projection on the
+    orthonormal ``basis (m, q)``; a row with no residual gets all-tied codes (so its
+    statistic is 0). Rows are processed 65,536 at a time.
 
     Examples
     --------
@@ -353,17 +382,11 @@ def residual_codes(x: Any, basis: np.ndarray, out: np.ndarray | None = None) -> 
     k = kernels()
     step = 65536
     for r0 in range(0, n, step):
-        xb = np.asarray(x[r0 : r0 + step], dtype=np.float64)
-        r = xb - (xb @ basis) @ basis.T
-        xc = xb - xb.mean(axis=1, keepdims=True)
-        nr = np.einsum("ij,ij->i", r, r)
-        nc = np.einsum("ij,ij->i", xc, xc)
-        tiny = 1e-18 * nc + 1e-26 * np.einsum("ij,ij->i", xb, xb)
-        r[nr <= tiny] = 0.0
+        r = residuals(x[r0 : r0 + step], basis)
         if m > MAX_MODELS_UINT8:
-            out[r0 : r0 + xb.shape[0]] = encode_ranks(r)
+            out[r0 : r0 + r.shape[0]] = encode_ranks(r)
         else:
-            k.encode_blocked(r, out[r0 : r0 + xb.shape[0]], k.BLOCK_UNITS)
+            k.encode_blocked(r, out[r0 : r0 + r.shape[0]], k.BLOCK_UNITS)
     return out
 
 
@@ -391,6 +414,7 @@ class Group:
     ghat: np.ndarray | None  # (m_g,) general quality (calibrated)
     basis: np.ndarray | None = None  # (m_g, q) orthonormal quality basis (calibrated)
     strata: np.ndarray | None = None  # (m_g,) stratum labels (calibrated, optional)
+    pearson: bool = False  # calibrated: Pearson of the residuals (else Spearman)
     # per benchmark of the group: (start, stop) of its null columns (global), permutations
     null_span: list[tuple[int, int]] = field(default_factory=list)
     perms: list[np.ndarray] = field(default_factory=list)
@@ -442,12 +466,14 @@ def build_design(
     strata: np.ndarray | None = None,
     n_units: int = 1,
     fwer: str = "benchmark",
+    partial_statistic: str = "spearman",
 ) -> _Design:
     """Score and permutation columns of every group of benchmarks, fixed before the pass.
 
     ``sums`` are the per-model value sums over the ``n_units`` units (calibrated: ĝ);
     ``fwer="all"`` draws one set of permutations shared by every benchmark.
     """
+    pearson = partial_statistic == "pearson"
     partial = method == "calibrated"
     p = int(n_permutations)
     out: list[Group] = []
@@ -478,7 +504,7 @@ def build_design(
                         + ": nothing is left to correlate once it is regressed out"
                     )
                     e = np.zeros(mg)
-                r2, nr = _crank2(e[:, None])
+                r2, nr = _pearson_cols(e[:, None]) if pearson else _crank2(e[:, None])
                 obs[:, j], den[j] = -r2[:, 0], nr[0]
                 bases.append(e)
             else:
@@ -515,7 +541,8 @@ def build_design(
             # exact integer columns, each product divided once by the column's norm (so a
             # unit's statistic and a permutation maximum of the same ranks are equal floats)
             assert q is not None
-            ranked = [_crank2(_residualize(v, q)) for v in null_cols]
+            col = _pearson_cols if pearson else _crank2
+            ranked = [col(_residualize(v, q)) for v in null_cols]
             null_cols = [-r2 for r2, _ in ranked]
             den_null = np.concatenate([nr for _, nr in ranked])
         e_null = np.concatenate(null_cols, axis=1)
@@ -527,7 +554,7 @@ def build_design(
             a_obs=np.ascontiguousarray(obs),
             den_obs=den,
             has_g=False,
-            offset=float(mg * (mg - 1) ** 2),
+            offset=0.0 if partial and pearson else float(mg * (mg - 1) ** 2),
             e_null=[
                 np.ascontiguousarray(
                     e_null[:, c0 : c0 + _COLS], dtype=np.float64 if mg > 128 else np.float32
@@ -541,6 +568,7 @@ def build_design(
             ghat=ghat,
             basis=q,
             strata=lab,
+            pearson=partial and pearson,
             reasons=reasons,
         )
         for j in range(len(cols)):
@@ -589,7 +617,7 @@ def _group_codes(block: np.ndarray, g: Group, is_codes: bool, start: int) -> np.
         x = block if g.full else block[:, g.mask]
         if x.dtype.kind == "f" and np.isnan(x.min()):
             raise_on_nan(block, start)
-        return residual_codes(x, g.basis)
+        return residuals(x, g.basis) if g.pearson else residual_codes(x, g.basis)
     if g.full and is_codes:
         return block
     x = block if g.full else block[:, g.mask]
@@ -626,7 +654,13 @@ def _group_stats(
             r1 = min(n, r0 + _ROWS)
             nr = r1 - r0
             x = w.x[:nr]
-            k.cast_codes(codes, r0, r1, w.x32, x, w.sq)
+            if codes.dtype.kind == "f":  # residual values (Pearson): sq = Σ r², offset 0
+                x[:] = codes[r0:r1]
+                np.einsum("ij,ij->i", x, x, out=w.sq[:nr])
+                if w.x32.shape[0]:
+                    w.x32[:nr] = x
+            else:
+                k.cast_codes(codes, r0, r1, w.x32, x, w.sq)
             o = w.o[:nr]
             np.matmul(x, g.a_obs, out=o)
             k.partial_scale(

@@ -541,6 +541,7 @@ def extract_signatures(
     chunk_units: int = 1 << 20,
     strata: Any = None,
     fwer: str = "benchmark",
+    partial_statistic: str = "spearman",
 ) -> list[Signature]:
     """Signatures of several benchmarks, each in ONE streaming pass over all units.
 
@@ -604,6 +605,12 @@ def extract_signatures(
         (default; the chance that *some* benchmark of ``B`` gets a false unit is then up to
         ``B·alpha``) or over all units of all benchmarks together (one set of model
         permutations shared by every benchmark, one threshold from the maximum over all).
+
+    partial_statistic : {"spearman", "pearson"}
+        ``"calibrated"``: the correlation of the two residuals (units' values and scores on
+        the quality basis) — Spearman (default: the correlation of their ranks, which held
+        its level in every null world of ``sigmap bench recovery``) or Pearson (more power,
+        but above its level in one measured world: m = 64, d = 2,000; docs/RESULTS.md).
 
     Returns
     -------
@@ -705,6 +712,7 @@ def extract_signatures(
             strata=strata,
             fwer=fwer,
             names=names,
+            partial_statistic=partial_statistic,
         )
         return [
             Signature(

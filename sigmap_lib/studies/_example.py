@@ -37,8 +37,7 @@ def write_example_data(root: str | Path, *, n_models: int = 300, n_items: int = 
     """
     import pandas as pd
 
-    from sigmap_lib.irt._gam import fit_gam
-    from sigmap_lib.irt._irt import estimate_theta, simulate_responses
+    from sigmap_lib.irt import estimate_theta, fit_gam, simulate_responses
 
     rng = np.random.default_rng(0)
     r_params = pd.DataFrame(

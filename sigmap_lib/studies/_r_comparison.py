@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt._reconstruction import DEFAULT_COVARIATE_SETS, fit_score_model
+from sigmap_lib.irt import DEFAULT_COVARIATE_SETS, fit_score_model
 from sigmap_lib.metabench import r_refit_params
 
 DEFAULT_STEMS = (
@@ -72,7 +72,7 @@ def compare_fit(
     import pandas as pd
     from scipy.stats import pearsonr, spearmanr
 
-    from sigmap_lib.irt._irt import estimate_theta, fit_irt, marginal_loglik
+    from sigmap_lib.irt import estimate_theta, fit_irt, marginal_loglik
 
     root = Path(shared_data)
     bm, ver, model = stem.split("_")
@@ -173,9 +173,8 @@ def heldout_reconstruction(
     import numpy as np
     import pandas as pd
 
-    from sigmap_lib.irt._gam import fit_gam
-    from sigmap_lib.irt._irt import estimate_theta, fit_irt
-    from sigmap_lib.metabench._common import rmse
+    from sigmap_lib.irt import estimate_theta, fit_gam, fit_irt
+    from sigmap_lib.metabench import rmse
 
     t0 = time.perf_counter()
     root = Path(shared_data)

@@ -8,8 +8,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.overlap._analysis import spread
-from sigmap_lib.overlap._matrix import OverlapMatrix
+from sigmap_lib.overlap import OverlapMatrix, spread
 
 # ---------------------------------------------------------------------------------------
 # Real public data (../shared/data): the paper's two descriptive claims
@@ -21,7 +20,7 @@ def _metabench_texts(items_dir: Path) -> dict[str, list[str]]:
     """Question texts of the 12 metabench item sets (``<bm>-main`` and ``<bm>-secondary``),
     as :func:`sigmap_lib.inputs.metabench_questions` renders them (question plus ``A. …``
     option lines, the prompt format lm-eval uses)."""
-    from sigmap_lib.inputs._items import metabench_questions
+    from sigmap_lib.inputs import metabench_questions
 
     out: dict[str, list[str]] = {}
     for bm in _METABENCH:
@@ -102,10 +101,7 @@ def real_data_overlap_summary(
 
     import polars as pl
 
-    from sigmap_lib.overlap._embed import embed_texts
-    from sigmap_lib.overlap._matrix import OverlapMatrix
-    from sigmap_lib.overlap._performance import performance_overlap
-    from sigmap_lib.overlap._semantic import semantic_overlap
+    from sigmap_lib.overlap import OverlapMatrix, embed_texts, performance_overlap, semantic_overlap
 
     root = Path(shared_data_dir)
     lb = root / "leaderboard"

@@ -59,8 +59,7 @@ def published_scoring_validation(
     import pandas as pd
     from scipy.stats import spearmanr
 
-    from sigmap_lib.metabench._scorer import MetabenchScorer
-    from sigmap_lib.metabench._tasks import VERSIONS
+    from sigmap_lib.metabench import VERSIONS, MetabenchScorer
 
     root = Path(shared_data)
     irt = root / "metabench_irt"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.inputs._corpus import corpus_files
+from sigmap_lib.inputs import corpus_files
 
 REQUIRED = ("corpus", "models.yaml", "catalog.yaml", "scores.csv")
 

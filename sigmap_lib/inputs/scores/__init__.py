@@ -11,6 +11,7 @@ from ._common import (
 )
 from ._lm_eval import (
     DEFAULT_LM_EVAL_METRICS,
+    file_time,
     lm_eval_model_id,
     read_lm_eval_results,
 )
@@ -44,6 +45,7 @@ __all__ = [
     "ScoreValidation",
     "apply_model_match",
     "empty_scores",
+    "file_time",
     "from_wide",
     "lm_eval_model_id",
     "match_models",

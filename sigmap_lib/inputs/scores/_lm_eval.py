@@ -51,7 +51,21 @@ def _timestamp_from_name(name: str) -> float | None:
 
 
 def file_time(path: Path, data: Mapping[str, Any] | None = None) -> float:
-    """When an lm-eval file was written: ``date`` field, else name timestamp, else mtime."""
+    """When an lm-eval file was written: ``date`` field, else name timestamp, else mtime.
+
+    Seconds since the epoch; ``data`` is the file's parsed JSON, when it has been read.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import file_time
+    >>> file_time(Path("results.json"), {"date": 1714564800.0})
+    1714564800.0
+    >>> p = Path("results_2024-05-01T12-00-00.json")
+    >>> _ = p.write_text("{}")
+    >>> file_time(p) == file_time(p, {}) != p.stat().st_mtime  # the name's timestamp
+    True
+    """
     if data is not None:
         d = data.get("date")
         if isinstance(d, int | float) and not isinstance(d, bool) and math.isfinite(d):

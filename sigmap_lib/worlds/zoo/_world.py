@@ -138,7 +138,7 @@ def _evaluate_one(
     """Score one saved model on every benchmark; cached in ``<folder>/zoo_eval.npz``."""
     import torch
 
-    from sigmap_lib.nll._perplexity import load_model
+    from sigmap_lib.nll import load_model
 
     cached = _cached_eval(folder, benchmarks, key)
     if cached is not None:
@@ -334,7 +334,7 @@ def write_world(
     with atomic_file(root / "scores.csv") as tmp:
         scores_df.write_csv(tmp)
 
-    from sigmap_lib.inputs._segment import segment_units
+    from sigmap_lib.inputs import segment_units
 
     corpus_stats = {
         d: {

@@ -35,10 +35,11 @@ def _thrush_brute(r: np.ndarray, y: np.ndarray) -> np.ndarray:
     return -(r @ c) / den
 
 
-def _brute_partial(v, y, perms, shared, strength, strata=None):
+def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearman"):
     """The calibrated statistic from its definition: ĝ = −mean value, residuals of units
-    (lstsq) and scores (statsmodels OLS) on [1, spline(ĝ)] (+ stratum indicators),
-    scipy's Spearman of the two residuals, Freedman–Lane permutations re-fitted by OLS."""
+    (lstsq) and scores (statsmodels OLS) on [1, spline(ĝ)] (+ stratum indicators), the
+    Pearson (numpy) or Spearman (scipy) correlation of the two residuals, Freedman–Lane
+    permutations re-fitted by OLS."""
     import statsmodels.api as sm
     from scipy.stats import norm, spearmanr
     from sklearn.preprocessing import SplineTransformer
@@ -60,10 +61,18 @@ def _brute_partial(v, y, perms, shared, strength, strata=None):
     tiny = np.linalg.norm(ru, axis=1) <= 1e-7 * np.linalg.norm(v - v.mean(1, keepdims=True), axis=1)
 
     def resid(w):
-        return sm.OLS(w, z).fit(method="pinv").resid
+        import warnings
+
+        with warnings.catch_warnings():  # the spline and the intercept are collinear: pinv
+            warnings.simplefilter("ignore")
+            return sm.OLS(w, z).fit(method="pinv").resid
 
     def stat(e):
-        rho = spearmanr(np.column_stack([ru.T, e])).statistic[-1, :-1]
+        if statistic == "spearman":
+            rho = spearmanr(np.column_stack([ru.T, e])).statistic[-1, :-1]
+        else:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                rho = np.corrcoef(np.vstack([ru, e]))[-1, :-1]
         return np.where(tiny, 0.0, -np.nan_to_num(rho))
 
     e = resid(y)
@@ -81,6 +90,7 @@ def brute_max_t(
     shared: bool,
     two_sided: bool = True,
     strata=None,
+    statistic: str = "spearman",
 ):
     """Observed statistic of every unit and the null maxima of ``cal.permutations``."""
     strength = np.abs if two_sided else (lambda x: x)
@@ -90,7 +100,7 @@ def brute_max_t(
     r = rankdata(values[:, mask], axis=1, method="average")  # re-ranked within the subset
     perms = cal.permutations
     if method == "calibrated":
-        return _brute_partial(values[:, mask], yy, perms, shared, strength, strata)
+        return _brute_partial(values[:, mask], yy, perms, shared, strength, strata, statistic)
     obs = _thrush_brute(r, yy)
     base = np.arange(1.0, m + 1) if shared else yy
     null = np.array([strength(_thrush_brute(r, base[p])).max() for p in perms])
@@ -111,24 +121,30 @@ def _problem(seed: int, d: int = 300, m: int = 15):
     return v, y
 
 
-@pytest.mark.parametrize("method", ["calibrated", "calibrated-marginal"])
+@pytest.mark.parametrize(
+    "method,partial",
+    [("calibrated", "pearson"), ("calibrated", "spearman"), ("calibrated-marginal", None)],
+)
 @pytest.mark.parametrize("shared", [False, True])
-def test_streamed_max_t_equals_brute_force(method: str, shared: bool) -> None:
+def test_streamed_max_t_equals_brute_force(method: str, partial, shared: bool) -> None:
     v, y = _problem(5)
+    opt = {"partial_statistic": partial} if partial else {}
     alpha = 0.95  # a low threshold: many units pass, so many statistics are compared
     ref = None
     n_compared = 0
     for chunk in (37, 256, 5000):
         sigs = extract_signatures(
             v, y, method=method, shared_null=shared, n_permutations=30, alpha=alpha,
-            chunk_units=chunk, seed=3,
+            chunk_units=chunk, seed=3, **opt,
         )  # fmt: skip
         for b, s in enumerate(sigs):
             cal = s.calibration
             assert s.method == method and cal.method == method
             assert cal.shared is shared and cal.n_permutations == 30
             assert cal.n_models == int((~np.isnan(y[:, b])).sum()) and cal.n_units == len(v)
-            obs, null, g = brute_max_t(v, y[:, b], cal, method, shared)
+            obs, null, g = brute_max_t(
+                v, y[:, b], cal, method, shared, statistic=partial or "spearman"
+            )
             if g is not None:
                 np.testing.assert_allclose(cal.general_quality, g, rtol=1e-12)
             # partial: float32 products of exact codes (~1e-7 relative); marginal: exact
