@@ -447,7 +447,7 @@ def cmd_gc(args: argparse.Namespace) -> int:
 
 
 def cmd_realdata(args: argparse.Namespace) -> int:
-    from sigmap_lib.studies._paths import shared_data_dir
+    from sigmap_lib.studies import shared_data_dir
 
     data = Path(args.data).resolve() if args.data else shared_data_dir()
     if not data.exists():
