@@ -229,7 +229,14 @@ MIN_RESIDUAL_DF = 9
 def basis_shape(m: int) -> tuple[int, int]:
     """``(n_knots, degree)`` of the B-spline basis of ``ĝ`` for ``m`` models: a quadratic
     (2 knots, degree 2: 3 columns with the intercept) below 16 models, a cubic spline
-    with one interior knot (3 knots, degree 3: 5 columns) from 16 on."""
+    with one interior knot (3 knots, degree 3: 5 columns) from 16 on.
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import basis_shape
+    >>> basis_shape(12), basis_shape(32)
+    ((2, 2), (3, 3))
+    """
     return (2, 2) if m < 16 else (3, 3)
 
 

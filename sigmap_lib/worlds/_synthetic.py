@@ -44,7 +44,9 @@ BENCH_FAMILIES = ("ai2", "eleuther", "openai")
 FORMATS = ("multiple_choice", "cloze", "generation")
 DOC_WORDS = 500
 RHO, LAMBDA, KAPPA, MU, SIGMA_B = 0.5, 1.0, 0.25, 0.25, 0.2
-ALPHA_MAX, SIGMA_N, BETA, SIGMA_P = 0.4, 1.0, 1.0, 0.3
+# units load strongly and unevenly on general quality, as with real LLMs: loadings
+# U(0.31, 2.06) against unit noise 1 give unit-quality correlations of 0.3-0.9
+ALPHA_MIN, ALPHA_MAX, SIGMA_N, BETA, SIGMA_P = 0.31, 2.06, 1.0, 1.0, 0.3
 
 _CONS = "bcdfghjklmnprstvwz"
 _VOWELS = "aeiou"
@@ -278,7 +280,7 @@ def make_synthetic_world(
         fv = np.asarray(func_vocab[functions[f]], dtype=object)
         words[planted[functions[f]]] = fv[rng.integers(0, len(fv), planted_per_function)]
     base = 3.0 + rng.gamma(2.0, 1.0, d)
-    alpha = rng.uniform(0.0, ALPHA_MAX, d)
+    alpha = rng.uniform(ALPHA_MIN, ALPHA_MAX, d)
     x = base[None, :] - alpha[None, :] * g[:, None] + SIGMA_N * rng.standard_normal((m, d))
     for f in range(nf):
         pu = planted[functions[f]]
@@ -392,6 +394,7 @@ def make_synthetic_world(
             },
             "unit_model": {
                 "rho_general": RHO,
+                "alpha_min_general": ALPHA_MIN,
                 "alpha_max_general": ALPHA_MAX,
                 "sigma_noise": SIGMA_N,
                 "beta_planted": BETA,
@@ -446,12 +449,12 @@ def planted_recovery(
     ...     criterion="bic",
     ... )
     >>> [(s.benchmark, s.units.tolist()) for s in sigs]
-    [('math_ai2_00', [289, 31]), ('coding_ai2_01', [0])]
+    [('math_ai2_00', [289, 177, 488]), ('coding_ai2_01', [0, 256])]
     >>> world.planted["math"].tolist(), world.planted["coding"].tolist()
     ([289, 371, 437], [0, 243, 344])
     >>> rec = planted_recovery(world, sigs)
     >>> round(rec["recall"], 3), round(rec["precision"], 3), rec["hit_rate"]
-    (0.333, 0.667, 1.0)
+    (0.333, 0.4, 1.0)
 
     A mapping ``benchmark -> unit indices`` works too:
 

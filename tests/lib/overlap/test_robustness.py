@@ -104,7 +104,7 @@ def test_forward_selection_variants_do_not_inherit_the_max_t_permutations(
 ) -> None:
     """With a calibrated main, the AIC / Lasso variants get no ``n_permutations`` (for forward
     selection it would be a permutation null of the whole procedure: P extra passes)."""
-    import sigmap_lib.signatures._signature as sig_mod
+    import sigmap_lib.signatures as sig_mod
 
     calls = []
     real = sig_mod.extract_signatures
@@ -113,7 +113,7 @@ def test_forward_selection_variants_do_not_inherit_the_max_t_permutations(
         calls.append(kwargs)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(sig_mod, "extract_signatures", spy)
+    monkeypatch.setattr(sig_mod, "extract_signatures", spy)  # the public face it imports
     kw = {"method": "calibrated", "n_permutations": 19, "k": 20, "two_sided": True}
     main_sigs, main = _main(data, kw)  # the real extract_signatures: not in ``calls``
     signature_robustness(

@@ -83,9 +83,12 @@ def test_planted_units_follow_their_ability(world: SyntheticWorld) -> None:
     a0 = np.array([ab[mid][f0] for mid in world.model_ids])
     sample = rng.choice(noise, 300, replace=False)
     rhos = [spearmanr(nll[u], a0)[0] for u in sample]
-    assert -0.4 < np.mean(rhos) < 0.1  # only the weak general factor links them
+    assert np.mean(rhos) < 0.0  # the general factor links them (ability loads on it)
     g = np.array([world.truth["general_quality"][mid] for mid in world.model_ids])
-    assert np.mean([spearmanr(nll[u], g)[0] for u in sample]) < -0.05
+    rg = np.array([spearmanr(nll[u], g)[0] for u in sample])
+    # strong and uneven: better models are less perplexed on nearly every unit, by how much
+    # depends on the unit
+    assert np.mean(rg) < -0.4 and np.quantile(rg, 0.9) - np.quantile(rg, 0.1) > 0.3
 
 
 def test_deterministic_and_reloadable(tmp_path, world: SyntheticWorld) -> None:
