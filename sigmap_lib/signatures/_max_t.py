@@ -1,6 +1,7 @@
-"""The streaming max-T pass of the calibrated signatures (METHODS §3b): general quality ``ĝ``
-from the rank codes, the residualized design per scored-model set, and one pass over all units
-computing the observed statistics, a running top-K and the permutation-null column maxima
+"""The streaming max-T pass of the calibrated signatures: general quality ``ĝ`` (minus the
+mean per-unit value), the quality basis and permutation columns per scored-model set, and one
+pass over all units that residualizes each block of values on the basis, ranks the residuals
+and computes the observed statistics, a running top-K and the permutation-null column maxima
 (``MaxTPartial``, merged by :func:`merge_max_t` across chunks and shards).
 """
 

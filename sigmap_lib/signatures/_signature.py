@@ -2,11 +2,14 @@
 
 :func:`extract_signatures` with ``method=``:
 
-* ``"calibrated"`` (the default, §3b): every unit whose partial rank correlation with the
-  scores given general quality ``ĝ`` beats a max-T permutation threshold (family-wise
-  error ``alpha`` over all ``d`` units), from the streamed rank codes alone (see
-  :mod:`sigmap_lib.signatures._calibration`); ``"calibrated-marginal"``: the same test on the
-  marginal Thrush correlation. An empty signature is a result, not an error.
+* ``"calibrated"`` (the default): every unit whose partial correlation with the scores
+  given general quality beats a max-T permutation threshold (family-wise error ``alpha``
+  over all ``d`` units, or over all benchmarks with ``fwer="all"``): the Spearman
+  correlation of the unit's values and the scores, both residualized on a spline of the
+  unranked general quality ``ĝ`` (and on ``strata``), streamed from the per-unit values
+  (see :mod:`sigmap_lib.signatures._calibration`); ``"calibrated-marginal"``: the same test
+  on the marginal Thrush correlation (rank codes suffice). An empty signature is a result,
+  not an error.
 * ``"lasso"``: the authors' published code (§2b): Thrush tails, then a fixed-α Lasso
   (:mod:`sigmap_lib.signatures._lasso`).
 * ``"aic" | "bic" | "ebic"``: the paper's text (§2–§3), the two-stage procedure below
@@ -553,8 +556,8 @@ def extract_signatures(
         Higher = better; NaN = unscored (that model is left out of the benchmark; the
         benchmarks scored by the same models share their ranks, ``ĝ`` and passes).
     method : {"calibrated", "calibrated-marginal", "lasso", "aic", "bic", "ebic"}, optional
-        ``"calibrated"`` (default; METHODS §3b): the max-T test of the partial rank
-        correlation given general quality; ``"calibrated-marginal"``: the same on the
+        ``"calibrated"`` (default): the max-T test of the partial correlation given general
+        quality (residuals on a spline of ``ĝ``); ``"calibrated-marginal"``: the same on the
         Thrush correlation; ``"lasso"``: the authors' code (§2b); ``"aic" | "bic" |
         "ebic"``: the paper's text (§3), screening then forward selection.
     nll_arrays : per-model arrays of the per-unit values (NLL) for ``"calibrated"`` and the

@@ -345,8 +345,9 @@ UNIT_SCHEMA = {
 
 class SignatureConfig(dg.Config):
     method: str = "calibrated"
-    """calibrated (default; the max-T test of the partial rank correlation given general
-    quality, METHODS §3b) | calibrated-marginal (the same on the Thrush correlation) | lasso
+    """calibrated (default; the max-T test of the partial correlation given general quality:
+    Spearman of the units' NLL and the scores, both residualized on a spline of the models'
+    mean NLL) | calibrated-marginal (the same on the Thrush correlation) | lasso
     (the authors' published code, §2b) | aic | bic | ebic (the paper's text, §3)."""
     permutations: int = 199
     """Max-T permutations of the calibrated methods (999 for reported p-values)."""
@@ -441,8 +442,10 @@ def signatures(
     context: dg.AssetExecutionContext, config: SignatureConfig, storage: SigmapStorage
 ) -> dg.MaterializeResult:
     """Each benchmark's signature, by default the calibrated max-T test over all corpus units
-    (the units whose partial rank correlation with the scores, given general model quality,
-    exceeds the permutation null's 95 % quantile of the maximum; family-wise error ≤ α). An
+    (the units whose partial correlation with the scores, given general model quality,
+    exceeds the permutation null's 95 % quantile of the maximum; family-wise error ≤ α per
+    benchmark, or over all benchmarks with fwer="all"; strata from the registry family with
+    strata="family"; benchmarks with fewer than 12 scored models are skipped with why). An
     empty signature is a result: nothing stands above chance at this m, d and α. Stores the
     units with their text and left context, statistic and adjusted p-value, and the
     calibration (threshold, null sample); the paper's modes (aic / bic / ebic, lasso) are
