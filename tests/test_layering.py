@@ -116,14 +116,6 @@ UPWARD_ALLOWED = {
 PRIVATE_ALLOWED = {
     # -> codes_thrush into sigmap_lib.signatures.__all__, then import it from there
     ("sigmap_lib/perf/screening.py", "sigmap_lib.signatures._statistics"),
-    # -> from sigmap_lib.nll import ... (all exported)
-    ("sigmap_lib/signatures/_lasso.py", "sigmap_lib.nll._ranks"),
-    ("sigmap_lib/signatures/_max_t.py", "sigmap_lib.nll._ranks"),
-    ("sigmap_lib/signatures/_screening.py", "sigmap_lib.nll._ranks"),
-    ("sigmap_lib/signatures/_signature.py", "sigmap_lib.nll._ranks"),
-    ("sigmap_lib/signatures/_statistics.py", "sigmap_lib.nll._ranks"),
-    # -> sigmap_lib.nll.numba_kernels() (and numba_kernels().MAX_CHUNKS)
-    ("sigmap_lib/signatures/_statistics.py", "sigmap_lib.nll._kernels"),
 }
 
 ASSETS = LIB.parent / "sigmap_assets"

@@ -418,3 +418,33 @@ def partial_scale(
             st = strength_value(x, kind)
             obsmax[b] = max(obsmax[b], st)
             hist_add(hist[b], st, lo, scale)
+
+
+@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
+def residualize_rows(x, q, out):  # pragma: no cover - compiled
+    """``out[i] = x[i] − q (qᵀ x[i])`` in float64 for every row of ``x (n, m)`` (any float
+    dtype) and the orthonormal ``q (m, k)``; a row whose residual is below ``1e-9`` of its
+    centred norm (plus ``1e-13`` of its norm: rounding) is set to exactly 0."""
+    n, m = x.shape
+    kq = q.shape[1]
+    for i in nb.prange(n):
+        c = np.zeros(kq)
+        s = 0.0
+        s2 = 0.0
+        for j in range(m):
+            v = np.float64(x[i, j])
+            s += v
+            s2 += v * v
+            for t in range(kq):
+                c[t] += q[j, t] * v
+        nr = 0.0
+        for j in range(m):
+            v = np.float64(x[i, j])
+            for t in range(kq):
+                v -= q[j, t] * c[t]
+            out[i, j] = v
+            nr += v * v
+        nc = s2 - s * s / m
+        if nr <= 1e-18 * max(nc, 0.0) + 1e-26 * s2:
+            for j in range(m):
+                out[i, j] = 0.0

@@ -13,6 +13,7 @@ from ._max_t import (
     merge_max_t,
     quality_basis,
     residual_codes,
+    residuals,
     stratified_permutations,
 )
 from ._merge import (
@@ -85,6 +86,7 @@ __all__ = [
     "preselect_from_codes",
     "quality_basis",
     "residual_codes",
+    "residuals",
     "resolve_method",
     "score_coefficients",
     "screen",

@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.nll._ranks import RankStore, check_model_arrays, encode_ranks
+from sigmap_lib.nll import RankStore, check_model_arrays, encode_ranks
 from sigmap_lib.signatures._screening import raise_on_nan, screen, source_chunks
 
 RANKINGS = ("average", "first")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.nll._ranks import MAX_MODELS_UINT8, encode_ranks
+from sigmap_lib.nll import MAX_MODELS_UINT8, encode_ranks
 from sigmap_lib.signatures._screening import (
     RunningTopK,
     raise_on_nan,
@@ -356,12 +356,11 @@ def residuals(x: Any, basis: np.ndarray) -> np.ndarray:
     >>> r[0].tolist() == [0.0] * 12, bool(abs(r[1].sum()) < 1e-12)  # in the span; centred
     (True, True)
     """
-    xb = np.asarray(x, dtype=np.float64)
-    r = xb - (xb @ basis) @ basis.T
-    xc = xb - xb.mean(axis=1, keepdims=True)
-    nr = np.einsum("ij,ij->i", r, r)
-    tiny = 1e-18 * np.einsum("ij,ij->i", xc, xc) + 1e-26 * np.einsum("ij,ij->i", xb, xb)
-    r[nr <= tiny] = 0.0
+    xb = np.asarray(x)
+    if xb.dtype not in (np.float32, np.float64):
+        xb = xb.astype(np.float64)
+    r = np.empty(xb.shape, dtype=np.float64)
+    kernels().residualize_rows(xb, np.ascontiguousarray(basis, dtype=np.float64), r)
     return r
 
 

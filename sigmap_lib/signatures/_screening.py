@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.nll._ranks import (
+from sigmap_lib.nll import (
     RankStore,
     check_model_arrays,
     encode_ranks,

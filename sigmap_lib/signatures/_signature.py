@@ -54,7 +54,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.nll._ranks import RankStore, check_model_arrays, read_points
+from sigmap_lib.nll import RankStore, check_model_arrays, read_points
 from sigmap_lib.signatures._calibration import (
     CALIBRATED_METHODS,
     Calibration,

@@ -40,7 +40,7 @@ import numpy as np
 
 from sigmap_lib._util._checks import array_like
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.nll._ranks import (
+from sigmap_lib.nll import (
     EXACT_INT_DTYPES,
     MAX_MODELS_UINT8,
     as_2d_values,
@@ -156,9 +156,9 @@ _GEMM_BLOCK = 1 << 13
 
 def kernels() -> Any:
     """The numba kernels of :mod:`sigmap_lib.nll._kernels` (compiled on first use)."""
-    from sigmap_lib.nll import _kernels as kernels_module
+    from sigmap_lib.nll import numba_kernels
 
-    return kernels_module
+    return numba_kernels()
 
 
 def rankable(x: np.ndarray) -> np.ndarray:
@@ -224,7 +224,7 @@ class _Pass:
 
 
 def _hist_buffer(nbm: int, n_bins: int) -> np.ndarray:
-    from sigmap_lib.nll._kernels import MAX_CHUNKS
+    MAX_CHUNKS = kernels().MAX_CHUNKS
 
     return np.zeros((MAX_CHUNKS, nbm, n_bins), dtype=np.int64)
 
