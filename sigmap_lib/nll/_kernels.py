@@ -301,35 +301,6 @@ def select_candidates(stat, kind, t_strict, t_weak, buf, nsel):  # pragma: no co
 # max-T permutation pass of the calibrated signatures (sigmap_lib.signatures._calibration)
 
 
-@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-def pair_sign_totals(v, u, tot, nan):  # pragma: no cover - compiled
-    """``tot[c, k, l] += Σ_j sign(v[j, k] − v[j, l])`` for ``k < l`` over the rows of ``v``.
-
-    ``v (n, m)`` values or rank codes (any layout); ``tot (MAX_CHUNKS, m, m)`` int64 (one
-    slab per prange work item, summed by the caller; entries with ``k >= l`` untouched);
-    ``nan (MAX_CHUNKS,)`` counts the NaN values read. Summed over all units, the totals
-    give every model subset's mean rank code: ``code_k^S = (|S| − 1) + Σ_{l∈S, l≠k}
-    sign(v_k − v_l)``.
-    """
-    n, m = v.shape
-    nblk = (n + u - 1) // u
-    nchunk = min(nblk, MAX_CHUNKS)
-    for c in nb.prange(nchunk):
-        t = np.zeros((m, u), v.dtype)
-        for blk in range(c * nblk // nchunk, (c + 1) * nblk // nchunk):
-            u0 = blk * u
-            w = min(u, n - u0)
-            nan[c] += load_block(v, u0, w, t)
-            for k in range(m):
-                tk = t[k]
-                for l in range(k + 1, m):  # noqa: E741
-                    tl = t[l]
-                    s = 0
-                    for i in range(w):
-                        s += np.int32(tk[i] > tl[i]) - np.int32(tk[i] < tl[i])
-                    tot[c, k, l] += s
-
-
 @nb.njit(boundscheck=False, nogil=True, cache=True)
 def cast_codes(codes, r0, r1, x32, x64, sq):  # pragma: no cover - compiled
     """Rows ``[r0, r1)`` of integer ``codes (n, m)`` into ``x32[: r1 − r0]`` (float32, only
@@ -362,21 +333,6 @@ def scaled_colmax(prod, inv, colmax, two_sided):  # pragma: no cover - compiled
         else:
             for c in range(nc):
                 colmax[c] = max(colmax[c], np.float64(prod[i, c]) * s)
-
-
-@nb.njit(parallel=True, boundscheck=False, nogil=True, cache=True)
-def code_col_sums(codes, out):  # pragma: no cover - compiled
-    """``out[c, k] += Σ_j codes[j, k]`` over the rows of part ``c`` (int64, ``out`` of shape
-    ``(MAX_CHUNKS, m)``, summed by the caller)."""
-    n, m = codes.shape
-    nchunk = min(max(n // 4096, 1), MAX_CHUNKS)
-    for c in nb.prange(nchunk):
-        acc = np.zeros(m, np.int64)
-        for j in range(c * n // nchunk, (c + 1) * n // nchunk):
-            for k in range(m):
-                acc[k] += codes[j, k]
-        for k in range(m):
-            out[c, k] += acc[k]
 
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)

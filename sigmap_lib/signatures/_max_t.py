@@ -439,15 +439,6 @@ class _Design:
     n_permutations: int
 
 
-def _unit(v: np.ndarray, tol_ref: float) -> tuple[np.ndarray, float]:
-    """``v / ‖v‖`` per column (zero columns where ``‖v‖ <= 1e-12 · tol_ref``)."""
-    nv = np.sqrt((v * v).sum(axis=0))
-    ok = nv > 1e-12 * max(tol_ref, 1.0)
-    out = np.zeros_like(v)
-    out[:, ok] = v[:, ok] / nv[ok]
-    return out, nv
-
-
 def _residualize(v: np.ndarray, q: np.ndarray) -> np.ndarray:
     """Columns of ``v (m, c)`` minus their projections on the orthonormal ``q (m, k)``."""
     return v - q @ (q.T @ v)
