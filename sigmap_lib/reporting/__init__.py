@@ -34,7 +34,7 @@ from ._plots import (
     level_distributions,
     scatter_true_vs_pred,
 )
-from ._signatures import null_threshold_plot, signature_rows, signature_sections
+from ._signatures import detection_text, null_threshold_plot, signature_rows, signature_sections
 from ._truth import truth_sections
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "build_overlap_report",
     "correlation_histogram",
     "dendrogram",
+    "detection_text",
     "domain_shares",
     "heatmap",
     "honest_sections",

@@ -131,10 +131,87 @@ def signature_rows(summaries: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
                 "P": p,
                 "LOO R²": _finite(s.get("loo_r2")),
                 "attainable": attainable,
+                "controlled for family": cal.get("controlled_for_strata") if cal else None,
+                "FWER over": _FWER_OVER.get(cal.get("fwer")) if cal else None,
                 "note": note,
             }
         )
     return rows
+
+
+_FWER_OVER = {"benchmark": "each benchmark's units", "all": "all benchmarks' units"}
+
+
+def detection_text(summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """What the calibrated signatures could detect: per set of (m, d), the threshold as the
+    smallest detectable ``|partial ρ|`` and the models needed to detect 0.6 and 0.8.
+
+    Parameters
+    ----------
+    summaries : mapping
+        Benchmark -> ``Signature.summary()`` (as stored).
+
+    Returns
+    -------
+    str
+        Empty when no benchmark has a calibrated partial test.
+
+    Examples
+    --------
+    >>> from sigmap_lib.reporting import detection_text
+    >>> cal = {"statistic": "partial-spearman", "threshold": 0.77, "n_models": 32,
+    ...        "n_units": 10_000, "alpha": 0.05, "fwer": "benchmark",
+    ...        "controlled_for_strata": False}
+    >>> print(detection_text({"arc": {"calibration": cal}, "gsm8k": {"calibration": cal}}))
+    **What these models can detect.** A unit enters a signature when its partial correlation with the benchmark given general quality exceeds the max-T threshold, so the threshold is the smallest detectable |partial ρ| (a unit exactly at it is found about half the time). m = 32 models, d = 10,000 units (arc, gsm8k): threshold 0.77 (closed form 0.75); detecting |partial ρ| = 0.8 takes about 27 models and 0.6 about 54 at this d. Family-wise error controlled at α = 0.05 over each benchmark's units; not controlled for model family.
+    """
+    from sigmap_lib.signatures import detectable_rho, models_needed
+
+    groups: dict[tuple[int, int, float, int | None], list[tuple[str, float]]] = {}
+    scope: set[str] = set()
+    strata: set[bool] = set()
+    for bm, s in summaries.items():
+        cal = s.get("calibration") or {}
+        if not str(cal.get("statistic", "")).startswith("partial") or cal.get("threshold") is None:
+            continue
+        q = cal.get("basis_columns")
+        key = (
+            int(cal["n_models"]),
+            int(cal["n_units"]),
+            float(cal.get("alpha") or 0.05),
+            None if q is None else int(q),
+        )
+        groups.setdefault(key, []).append((bm, float(cal["threshold"])))
+        scope.add(str(cal.get("fwer") or "benchmark"))
+        strata.add(bool(cal.get("controlled_for_strata")))
+    if not groups:
+        return ""
+    parts = [
+        "**What these models can detect.** A unit enters a signature when its partial "
+        "correlation with the benchmark given general quality exceeds the max-T threshold, so "
+        "the threshold is the smallest detectable |partial ρ| (a unit exactly at it is found "
+        "about half the time)."
+    ]
+    for (m, d, alpha, q), rows in sorted(groups.items(), key=lambda kv: kv[0][:3]):
+        ts = [t for _, t in rows]
+        t = f"{ts[0]:.2f}" if len(set(ts)) == 1 else f"{min(ts):.2f}–{max(ts):.2f}"
+        names = ", ".join(b for b, _ in rows)
+        parts.append(
+            f"m = {m} models, d = {d:,} units ({names}): threshold {t} (closed form "
+            f"{detectable_rho(m, d, alpha, basis_columns=q):.2f}); detecting |partial ρ| = 0.8 takes about "
+            f"{models_needed(0.8, d, alpha)} models and 0.6 about {models_needed(0.6, d, alpha)}"
+            " at this d."
+        )
+    alphas = sorted({a for _, _, a, _ in groups})
+    over = " and ".join(_FWER_OVER[k] for k in sorted(scope) if k in _FWER_OVER)
+    fam = {frozenset([True]): "controlled for model family (permutations within families)",
+           frozenset([False]): "not controlled for model family"}.get(
+        frozenset(strata), "controlled for model family on some benchmarks only")  # fmt: skip
+    parts.append(
+        f"Family-wise error controlled at α = {', '.join(f'{a:g}' for a in alphas)} over "
+        f"{over}; {fam}."
+    )
+    return " ".join(parts)
 
 
 def signature_sections(
@@ -215,4 +292,6 @@ def signature_sections(
     for r in rows:
         if r["units"] == 0:
             text += f" {r['benchmark']}: {r['note']}."
+    if detect := detection_text(summaries):
+        text += "\n\n" + detect
     return [Section("Signatures", text, tables=[("per benchmark", rows), *tables], images=images)]

@@ -4,6 +4,7 @@ calibration.
 """
 
 from ._calibration import FWER_SCOPES, Calibration, check_calibrated_models, max_t_threshold
+from ._detectable import detectable_rho, models_needed
 from ._max_t import (
     MIN_MODELS_CALIBRATED,
     MIN_RESIDUAL_DF,
@@ -72,6 +73,7 @@ __all__ = [
     "check_calibrated_models",
     "corpus_k",
     "criterion_value",
+    "detectable_rho",
     "extract_signature",
     "extract_signatures",
     "forward_select",
@@ -82,6 +84,7 @@ __all__ = [
     "merge_max_t",
     "merge_null_maxima",
     "merge_screen",
+    "models_needed",
     "preselect_correlation",
     "preselect_from_codes",
     "quality_basis",
