@@ -299,7 +299,7 @@ def _table(rows: dict[str, dict[str, Any]]) -> str:
 
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(prog="sigmap bench recovery")
-    ap.add_argument("--runs", type=int, default=300, help="fresh worlds per null scenario")
+    ap.add_argument("--runs", type=int, default=1000, help="fresh worlds per null scenario")
     ap.add_argument("--power-runs", type=int, default=100, help="fresh worlds per power cell")
     ap.add_argument("--units", type=int, default=10000, help="units d per world")
     ap.add_argument("--permutations", type=int, default=199)

@@ -42,7 +42,10 @@ score; ``m = |S|``):
    scored models (or fewer than 9 residual degrees of freedom with strata): below that the
    permutation maximum over 1e4 units is ≈ 1 (|Spearman| reaches 1 at m ≤ 10), so nothing
    can be detected. The smallest detectable ``|partial ρ|`` is the threshold itself:
-   ≈ 0.97 at m = 12, 0.95 at 16, 0.76 at 32, 0.56 at 64 (d = 1e4).
+   ≈ 0.97 at m = 12, 0.95 at 16, 0.76 at 32, 0.56 at 64 (d = 1e4);
+   :func:`~sigmap_lib.signatures.detectable_rho` gives it in closed form for any ``m`` and
+   ``d`` and :func:`~sigmap_lib.signatures.models_needed` the models a given effect needs
+   (the overlap report states both).
 
 Why not the earlier statistic (ranks of the values residualized linearly on the *rank* of
 the mean rank code): ranking before residualizing leaves a shared nonlinear function of
