@@ -54,11 +54,11 @@ quality in both residuals, every unit's statistic shifts (≈ +0.04) and the max
 at m = 32–64 and 87 % at m = 8. Residualizing the values on an unranked ĝ with a flexible
 basis on both sides removes that shared part; ranking only the residuals keeps the
 robustness to heavy tails. Measured by ``sigmap bench recovery`` (fresh worlds of
-:func:`sigmap_lib.worlds.hard_world`, 300 runs per scenario, d = 1e4, P = 199;
-docs/RESULTS.md): family-wise error 0.017–0.053 in every null world at m = 12–64
-(independent, linear, logistic, convex, curved heteroscedastic units, t(3) noise, families
-with ``strata``), 0.073 with 20-item accuracies (an independent replicate: 0.040); families
-without ``strata``: 0.90. Power at planted |partial ρ| = 0.8, m = 32: recall 0.59,
+:func:`sigmap_lib.worlds.hard_world`, 1,000 runs per scenario, d = 1e4, P = 199;
+docs/RESULTS.md): family-wise error 0.028–0.050 (Wilson upper bounds ≤ 0.065) in every null
+world at m = 12–64 (independent, linear, logistic, convex, curved heteroscedastic units,
+t(3) noise, 20-item accuracies, families with ``strata``, eight benchmarks per benchmark and
+with ``fwer="all"``); families without ``strata``: 0.91. Power at planted |partial ρ| = 0.8, m = 32: recall 0.59,
 precision 0.99 (Pearson: 0.85 / 0.99, but 0.12 family-wise error at m = 64, d = 2,000, so
 not the default; Westfall–Young step-down adds nothing measurable).
 
