@@ -1,5 +1,10 @@
 """The sigmap Dagster code location: one Definitions, loaded from the defs folder, each asset
-with the code version of the library step that computes it (`sigmap_assets.versions`)."""
+with the code version of the library step that computes it (`sigmap_assets.versions`).
+
+Runs execute in process: nearly every sigmap run materializes one asset (a cell, a shard, a
+range of benchmarks), and the multiprocess executor would start a second Python process (a
+second import of the code location) for that one step. The scale-out code location
+(`sigmap_assets.deploy.scaleout`) runs each step as a Kubernetes Job instead."""
 
 from __future__ import annotations
 
@@ -32,7 +37,7 @@ def with_code_versions(loaded: dg.Definitions) -> dg.Definitions:
         sensors=loaded.sensors,
         jobs=loaded.jobs,
         resources=loaded.resources,
-        executor=loaded.executor,
+        executor=loaded.executor or dg.in_process_executor,
         loggers=loaded.loggers,
         metadata=loaded.metadata,
         component_tree=loaded.component_tree,
