@@ -5,35 +5,28 @@ NLL store, and the rank store.
 
 from sigmap_lib._util import ConcatArray, files_stamp
 
-from ._fingerprint import file_sha256, model_files, model_fingerprint
+from ._arrays import check_model_arrays, iter_value_chunks, read_points, values_dtype
+from ._fingerprint import file_sha256, imported_fingerprint, model_files, model_fingerprint
 from ._gguf import convert_gguf, gguf_architecture, is_gguf_path
+from ._loading import load_model, model_context_length, resolve_device
 from ._merge import BpbMoments, bpb_moments, merge_bpb_moments
 from ._perplexity import (
     apportion_token_nll,
     document_unit_nll,
-    load_model,
-    model_context_length,
-    resolve_device,
     score_corpus,
     token_nll,
 )
-from ._ranks import (
+from ._rank_codes import (
     EXACT_INT_DTYPES,
     MAX_MODELS_UINT8,
-    RankStore,
     as_2d_values,
-    build_rank_store,
-    check_model_arrays,
     decode_ranks,
     encode_ranks,
-    iter_value_chunks,
     numba_kernels,
     rank_dtype,
     rank_rows,
-    rank_store_identity,
-    read_points,
-    values_dtype,
 )
+from ._ranks import RankStore, build_rank_store, rank_store_identity
 from ._sharded import Coverage, ShardedRanks, select_coverage
 from ._store import (
     NLLStore,
@@ -64,6 +57,7 @@ __all__ = [
     "files_stamp",
     "gguf_architecture",
     "import_nll",
+    "imported_fingerprint",
     "is_gguf_path",
     "iter_value_chunks",
     "load_model",

@@ -20,6 +20,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sigmap_lib._util import atomic_write_json
 
 FINGERPRINT_VERSION = "sigmap-model-fingerprint/1"
@@ -148,4 +150,46 @@ def model_fingerprint(
         h.update(f"{rel}|{file_sha256(f, cache)}\n".encode())
     if cp is not None and json.dumps(cache, sort_keys=True) != before:
         atomic_write_json(cp, cache, sort_keys=True)
+    return h.hexdigest()[:16]
+
+
+def imported_fingerprint(
+    model_id: str, source: str | Path, unit_offset: int | None = None, n_units: int = 0
+) -> str:
+    """16-hex key of one shard's slice of imported per-unit NLL (a registry entry with
+    ``nll_source``): the model id, the source's file name and the slice's values.
+
+    Parameters
+    ----------
+    model_id : str
+        The registry id of the model.
+    source : str or Path
+        The imported NLL (anything :func:`open_nll_source` reads).
+    unit_offset : int, optional
+        Global number of the shard's first unit; None (shard not in the plan) or a
+        missing source hashes the id and name alone.
+    n_units : int
+        Units of the shard.
+
+    Returns
+    -------
+    str
+        16 hex characters.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.nll import imported_fingerprint
+    >>> np.save("nll.npy", np.arange(10.0, dtype=np.float32))
+    >>> a = imported_fingerprint("m", "nll.npy", 0, 5)
+    >>> a == imported_fingerprint("m", "nll.npy", 5, 5), len(a)
+    (False, 16)
+    """
+    from sigmap_lib.nll._store import open_nll_source
+
+    source = Path(source)
+    h = hashlib.sha256(f"import|{model_id}|{source.name}".encode())
+    if unit_offset is not None and source.exists():
+        values = open_nll_source(source)
+        h.update(np.ascontiguousarray(values[unit_offset : unit_offset + n_units]).tobytes())
     return h.hexdigest()[:16]

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.nll._arrays import check_model_arrays, open_model_array
 from sigmap_lib.nll._moments import BpbMoments, block_moments, chan_merge
-from sigmap_lib.nll._ranks import check_model_arrays, open_model_array
 
 
 def bpb_moments(

@@ -24,7 +24,8 @@ import numpy as np
 from sigmap_lib._util import ConcatArray
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll._merge import BpbMoments, merge_bpb_moments
-from sigmap_lib.nll._ranks import RankStore, decode_ranks, encode_ranks, rank_dtype
+from sigmap_lib.nll._rank_codes import decode_ranks, encode_ranks, rank_dtype
+from sigmap_lib.nll._ranks import RankStore
 
 #: Distinct model sets examined by :func:`select_coverage` before it stops refining.
 MAX_CANDIDATE_SETS = 4096

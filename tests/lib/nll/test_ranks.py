@@ -155,7 +155,7 @@ def test_raw_chunk_reads_equal_zarr_reads(tmp_path) -> None:
     the fill value and a truncated chunk file is a named error."""
     import zarr
 
-    from sigmap_lib.nll._ranks import _raw_chunks, _read_into
+    from sigmap_lib.nll._arrays import _raw_chunks, _read_into
 
     rng = np.random.default_rng(4)
     n, c = 10_007, 1000
