@@ -186,9 +186,6 @@ def make_synthetic_world(
     ((600,), ['catalog.yaml', 'corpus', 'items', 'models.yaml', 'nll', 'responses',
               'scores.csv', 'settings.yaml', 'truth.json'])
     """
-    import polars as pl
-    import yaml
-
     if n_models < 4:
         raise SigmapInputError(f"n_models must be >= 4, got {n_models}")
     if n_functions < 1 or n_benchmarks < 1:
@@ -203,32 +200,122 @@ def make_synthetic_world(
     if out.exists() and not overwrite:
         raise SigmapInputError(f"{out} exists and overwrite=False")
     rng = np.random.default_rng(seed)
-    m, d, nf, nb = n_models, n_units, n_functions, n_benchmarks
     functions = [
-        FUNCTION_NAMES[f] if f < len(FUNCTION_NAMES) else f"function{f}" for f in range(nf)
+        FUNCTION_NAMES[f] if f < len(FUNCTION_NAMES) else f"function{f}" for f in range(n_functions)
     ]
+    models = _draw_models(rng, n_models, n_functions)
+    benches = _draw_benchmarks(rng, models, functions, n_benchmarks, n_items)
+    respondents = _draw_respondents(seed, models, benches, n_respondents, n_functions)
+    corpus = _draw_corpus(rng, models, functions, n_units, planted_per_function)
+    items = _draw_items(rng, benches, corpus.func_vocab, corpus.general_vocab, n_items)
+    with atomic_dir(out) as tmp:
+        _write_inputs(tmp, models, benches, respondents, corpus, items)
+        truth = _truth(seed, models, benches, corpus, n_units)
+        (tmp / "truth.json").write_text(json.dumps(truth, indent=1))
+    return SyntheticWorld.load(out)
 
-    # ---- models and abilities ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Models:
+    """The registry models: ids, families, general quality ``g`` ``(m,)``, abilities
+    ``(m, F)``, multiple-choice skill ``(m,)`` and family effects ``(4, 3)``."""
+
+    ids: list[str]
+    family: np.ndarray
+    g: np.ndarray
+    ability: np.ndarray
+    mc_skill: np.ndarray
+    family_effect: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Benchmarks:
+    """The benchmarks: names, function / family / format indices ``(B,)``, latents
+    ``(m, B)``, 2PL item parameters ``(B, n_items)``, responses ``(B, m, n_items)`` and
+    scores ``(m, B)``."""
+
+    names: list[str]
+    functions: list[str]
+    function: np.ndarray
+    family: np.ndarray
+    format: np.ndarray
+    theta: np.ndarray
+    disc: np.ndarray
+    diff: np.ndarray
+    responses: np.ndarray
+    scores: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Respondents:
+    """Extra LLMs that only answer items: ids and responses ``(B, n_r, n_items)``."""
+
+    ids: list[str]
+    responses: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Corpus:
+    """The corpus words ``(d,)``, the planted units per function, the vocabularies and the
+    NLL ``(m, d)``."""
+
+    words: np.ndarray
+    planted: dict[str, np.ndarray]
+    general_vocab: list[str]
+    func_vocab: dict[str, list[str]]
+    nll: np.ndarray
+
+
+def _latent(
+    kinds: tuple[np.ndarray, np.ndarray, np.ndarray],
+    b: int,
+    ability: np.ndarray,
+    family: np.ndarray,
+    mc_skill: np.ndarray,
+    family_effect: np.ndarray,
+    noise: np.ndarray,
+) -> np.ndarray:
+    """Benchmark ``b``'s unstandardized latent ``(n,)`` of respondents with these traits;
+    ``kinds``: each benchmark's function, family and format index."""
+    function, bench_family, fmt = kinds
+    return (
+        LAMBDA * ability[:, function[b]]
+        + KAPPA * family_effect[family, bench_family[b]]
+        + MU * mc_skill * (FORMATS[fmt[b]] == "multiple_choice")
+        + SIGMA_B * noise
+    )
+
+
+def _draw_models(rng: np.random.Generator, m: int, nf: int) -> _Models:
     fam_idx = np.arange(m) % len(MODEL_FAMILIES)
-    model_ids = [f"synthetic/{MODEL_FAMILIES[fam_idx[i]]}-{i:02d}" for i in range(m)]
+    ids = [f"synthetic/{MODEL_FAMILIES[fam_idx[i]]}-{i:02d}" for i in range(m)]
     g = rng.standard_normal(m)
     s = rng.standard_normal((m, nf))
     ability = RHO * g[:, None] + np.sqrt(1 - RHO**2) * s
     mc_skill = rng.standard_normal(m)
     fam_effect = rng.standard_normal((len(MODEL_FAMILIES), len(BENCH_FAMILIES)))
+    return _Models(ids, fam_idx, g, ability, mc_skill, fam_effect)
 
-    # ---- benchmarks -----------------------------------------------------------------
+
+def _draw_benchmarks(
+    rng: np.random.Generator, models: _Models, functions: list[str], nb: int, n_items: int
+) -> _Benchmarks:
+    nf, m = len(functions), len(models.ids)
     bench_f = np.arange(nb) % nf
     bench_fam = (np.arange(nb) // nf) % len(BENCH_FAMILIES)
     bench_fmt = (np.arange(nb) + np.arange(nb) // nf) % len(FORMATS)
     names = [f"{functions[bench_f[b]]}_{BENCH_FAMILIES[bench_fam[b]]}_{b:02d}" for b in range(nb)]
+    kinds = (bench_f, bench_fam, bench_fmt)
     theta = np.empty((m, nb))
     for b in range(nb):
-        t = (
-            LAMBDA * ability[:, bench_f[b]]
-            + KAPPA * fam_effect[fam_idx, bench_fam[b]]
-            + MU * mc_skill * (FORMATS[bench_fmt[b]] == "multiple_choice")
-            + SIGMA_B * rng.standard_normal(m)
+        t = _latent(
+            kinds,
+            b,
+            models.ability,
+            models.family,
+            models.mc_skill,
+            models.family_effect,
+            rng.standard_normal(m),
         )
         theta[:, b] = (t - t.mean()) / t.std()
     disc = rng.uniform(0.8, 2.0, (nb, n_items))
@@ -238,68 +325,81 @@ def make_synthetic_world(
         p = 1.0 / (1.0 + np.exp(-disc[b] * (theta[:, b : b + 1] - diff[b])))
         responses[b] = (rng.random((m, n_items)) < p).astype(np.int8)
     scores = 100.0 * responses.mean(axis=2).T  # (m, nb)
+    return _Benchmarks(
+        names, functions, bench_f, bench_fam, bench_fmt, theta, disc, diff, responses, scores
+    )
 
-    # ---- extra respondents: item responses only (metabench needs hundreds of LLMs) -------
-    # Drawn from the same ability model with their own random stream, so adding them
-    # changes nothing else in the world. They have no NLL and are not in the registry.
+
+def _draw_respondents(
+    seed: int, models: _Models, benches: _Benchmarks, n_respondents: int, nf: int
+) -> _Respondents:
+    """Item responses only (metabench needs hundreds of LLMs), drawn from the same ability
+    model with their own random stream, so adding them changes nothing else in the
+    world. They have no NLL and are not in the registry."""
     rr = np.random.default_rng([seed, 7919])
-    n_r = int(n_respondents)
-    resp_ids = [f"respondent/{MODEL_FAMILIES[i % len(MODEL_FAMILIES)]}-{i:04d}" for i in range(n_r)]
+    n_r, (nb, n_items) = int(n_respondents), benches.disc.shape
+    ids = [f"respondent/{MODEL_FAMILIES[i % len(MODEL_FAMILIES)]}-{i:04d}" for i in range(n_r)]
     r_fam = np.arange(n_r) % len(MODEL_FAMILIES)
     r_ability = RHO * rr.standard_normal(n_r)[:, None] + np.sqrt(1 - RHO**2) * rr.standard_normal(
         (n_r, nf)
     )
     r_mc = rr.standard_normal(n_r)
-    r_responses = np.empty((nb, n_r, n_items), dtype=np.int8)
+    responses = np.empty((nb, n_r, n_items), dtype=np.int8)
     for b in range(nb):
-        t = (
-            LAMBDA * r_ability[:, bench_f[b]]
-            + KAPPA * fam_effect[r_fam, bench_fam[b]]
-            + MU * r_mc * (FORMATS[bench_fmt[b]] == "multiple_choice")
-            + SIGMA_B * rr.standard_normal(n_r)
-        )
+        kinds = (benches.function, benches.family, benches.format)
+        noise = rr.standard_normal(n_r)
+        t = _latent(kinds, b, r_ability, r_fam, r_mc, models.family_effect, noise)
         t = (t - t.mean()) / t.std() if n_r > 1 else t
-        p = 1.0 / (1.0 + np.exp(-disc[b] * (t[:, None] - diff[b])))
-        r_responses[b] = (rr.random((n_r, n_items)) < p).astype(np.int8)
+        p = 1.0 / (1.0 + np.exp(-benches.disc[b] * (t[:, None] - benches.diff[b])))
+        responses[b] = (rr.random((n_r, n_items)) < p).astype(np.int8)
+    return _Respondents(ids, responses)
 
-    # ---- corpus and NLL -----------------------------------------------------------------
+
+def _draw_corpus(
+    rng: np.random.Generator, models: _Models, functions: list[str], d: int, per_function: int
+) -> _Corpus:
+    nf, m = len(functions), len(models.ids)
     general_vocab = _words(rng, 800, (1, 3))
     func_vocab = {f: _words(rng, 40, (2, 3), prefix=f[:2]) for f in functions}
-    planted_pos = rng.choice(d, size=nf * planted_per_function, replace=False)
+    planted_pos = rng.choice(d, size=nf * per_function, replace=False)
     planted = {
-        functions[f]: np.sort(
-            planted_pos[f * planted_per_function : (f + 1) * planted_per_function]
-        )
+        functions[f]: np.sort(planted_pos[f * per_function : (f + 1) * per_function])
         for f in range(nf)
     }
-    unit_func = np.full(d, -1, dtype=np.int64)
-    for f in range(nf):
-        unit_func[planted[functions[f]]] = f
     words = np.asarray(general_vocab, dtype=object)[rng.integers(0, len(general_vocab), d)]
     for f in range(nf):
         fv = np.asarray(func_vocab[functions[f]], dtype=object)
-        words[planted[functions[f]]] = fv[rng.integers(0, len(fv), planted_per_function)]
+        words[planted[functions[f]]] = fv[rng.integers(0, len(fv), per_function)]
     base = 3.0 + rng.gamma(2.0, 1.0, d)
     alpha = rng.uniform(ALPHA_MIN, ALPHA_MAX, d)
-    x = base[None, :] - alpha[None, :] * g[:, None] + SIGMA_N * rng.standard_normal((m, d))
+    x = base[None, :] - alpha[None, :] * models.g[:, None] + SIGMA_N * rng.standard_normal((m, d))
     for f in range(nf):
         pu = planted[functions[f]]
         x[:, pu] = (
             base[pu][None, :]
-            - BETA * ability[:, f : f + 1]
+            - BETA * models.ability[:, f : f + 1]
             + SIGMA_P * rng.standard_normal((m, pu.size))
         )
     nll = np.logaddexp(0.0, x).astype(np.float32)
+    return _Corpus(words, planted, general_vocab, func_vocab, nll)
 
-    # ---- items -----------------------------------------------------------------------
+
+def _draw_items(
+    rng: np.random.Generator,
+    benches: _Benchmarks,
+    func_vocab: dict[str, list[str]],
+    general_vocab: list[str],
+    n_items: int,
+) -> dict[str, list[str]]:
+    """Question texts per benchmark: a stem of its format and words of its function."""
     stems = {
         "multiple_choice": ["which", "option", "is", "correct"],
         "cloze": ["complete", "the", "passage"],
         "generation": ["write", "the", "answer"],
     }
     items: dict[str, list[str]] = {}
-    for b in range(nb):
-        fv = func_vocab[functions[bench_f[b]]]
+    for b, name in enumerate(benches.names):
+        fv = func_vocab[benches.functions[benches.function[b]]]
         texts = []
         for _ in range(n_items):
             n_f, n_g = int(rng.integers(5, 9)), int(rng.integers(3, 6))
@@ -307,111 +407,141 @@ def make_synthetic_world(
                 general_vocab[i] for i in rng.integers(0, len(general_vocab), n_g)
             ]
             rng.shuffle(body)
-            texts.append(" ".join([*stems[FORMATS[bench_fmt[b]]], *body]))
-        items[names[b]] = texts
+            texts.append(" ".join([*stems[FORMATS[benches.format[b]]], *body]))
+        items[name] = texts
+    return items
 
-    # ---- write (atomically) -------------------------------------------------------------
-    with atomic_dir(out) as tmp:
-        for sub in ("corpus", "nll", "items", "responses"):
-            (tmp / sub).mkdir(parents=True)
-        n_docs = (d + DOC_WORDS - 1) // DOC_WORDS
-        # one JSONL file (a shard never spans files: many tiny files would be many shards)
-        with open(tmp / "corpus" / "docs.jsonl", "w", encoding="utf-8") as fh:
-            for k in range(n_docs):
-                chunk = words[k * DOC_WORDS : (k + 1) * DOC_WORDS]
-                text = " ".join(chunk) + "\n"
-                fh.write(json.dumps({"id": f"doc_{k:06d}.txt", "text": text}) + "\n")
-        nll_rel = []
-        entries = []
-        for i in range(m):
-            rel = f"nll/model_{i:03d}.npy"
-            np.save(tmp / rel, nll[i])
-            nll_rel.append(rel)
-            entries.append(
-                {
-                    "id": model_ids[i],
-                    "family": MODEL_FAMILIES[fam_idx[i]],
-                    "n_params": int(1e8 * 2 ** (1 + g[i])),
-                    "dtype": "float32",
-                    "nll_source": rel,
-                }
-            )
-        (tmp / "models.yaml").write_text(yaml.safe_dump({"models": entries}, sort_keys=False))
-        catalog = {
-            names[b]: {
-                "family": BENCH_FAMILIES[bench_fam[b]],
-                "format": FORMATS[bench_fmt[b]],
-                "function": functions[bench_f[b]],
-                "score_range": [0, 100],
-                "items": f"items/{names[b]}.parquet",
-                "responses": f"responses/{names[b]}.parquet",
+
+def _write_inputs(
+    tmp: Path,
+    models: _Models,
+    benches: _Benchmarks,
+    respondents: _Respondents,
+    corpus: _Corpus,
+    items: dict[str, list[str]],
+) -> None:
+    """The world's input files in the format of ``docs/FORMATS.md`` (all but truth.json)."""
+    import polars as pl
+    import yaml
+
+    for sub in ("corpus", "nll", "items", "responses"):
+        (tmp / sub).mkdir(parents=True)
+    d, words = len(corpus.words), corpus.words
+    n_docs = (d + DOC_WORDS - 1) // DOC_WORDS
+    # one JSONL file (a shard never spans files: many tiny files would be many shards)
+    with open(tmp / "corpus" / "docs.jsonl", "w", encoding="utf-8") as fh:
+        for k in range(n_docs):
+            chunk = words[k * DOC_WORDS : (k + 1) * DOC_WORDS]
+            text = " ".join(chunk) + "\n"
+            fh.write(json.dumps({"id": f"doc_{k:06d}.txt", "text": text}) + "\n")
+    entries = []
+    for i, model_id in enumerate(models.ids):
+        rel = _nll_source(i)
+        np.save(tmp / rel, corpus.nll[i])
+        entries.append(
+            {
+                "id": model_id,
+                "family": MODEL_FAMILIES[models.family[i]],
+                "n_params": int(1e8 * 2 ** (1 + models.g[i])),
+                "dtype": "float32",
+                "nll_source": rel,
             }
-            for b in range(nb)
-        }
-        (tmp / "catalog.yaml").write_text(yaml.safe_dump({"benchmarks": catalog}, sort_keys=False))
-        # recommended settings for short benchmarks: with ~100 items per benchmark the
-        # paper's λ = 0.005 per item would keep almost every item (the full score is an
-        # exact function of all of them), so the penalty is scaled up.
-        (tmp / "settings.yaml").write_text(
-            yaml.safe_dump(
-                {"metabench": {"lam": 0.05, "n_quant": min(50, n_items)}}, sort_keys=False
-            )
         )
-        pl.DataFrame({"model": model_ids, **{names[b]: scores[:, b] for b in range(nb)}}).write_csv(
-            tmp / "scores.csv"
-        )
-        for b in range(nb):
-            ids = [f"{names[b]}-q{j:03d}" for j in range(n_items)]
-            pl.DataFrame({"item_id": ids, "text": items[names[b]]}).write_parquet(
-                tmp / "items" / f"{names[b]}.parquet"
-            )
-            all_resp = np.concatenate([responses[b], r_responses[b]], axis=0)
-            pl.DataFrame(
-                {"model": model_ids + resp_ids, **{ids[j]: all_resp[:, j] for j in range(n_items)}},
-                schema={"model": pl.String, **{i: pl.Int8 for i in ids}},
-            ).write_parquet(tmp / "responses" / f"{names[b]}.parquet")
-        truth = {
-            "world": "synthetic",
-            "seed": seed,
-            "n_units": d,
-            "model_ids": model_ids,
-            "benchmarks": names,
-            "functions": functions,
-            "nll_sources": nll_rel,
-            "planted_units": {f: v.tolist() for f, v in planted.items()},
-            "benchmark_function": {names[b]: functions[bench_f[b]] for b in range(nb)},
-            "benchmark_loadings": {
-                names[b]: {
-                    "function": functions[bench_f[b]],
-                    "lambda_function": LAMBDA,
-                    "family": BENCH_FAMILIES[bench_fam[b]],
-                    "kappa_family": KAPPA,
-                    "format": FORMATS[bench_fmt[b]],
-                    "mu_mc_skill": MU if FORMATS[bench_fmt[b]] == "multiple_choice" else 0.0,
-                    "noise_sd": SIGMA_B,
-                }
-                for b in range(nb)
-            },
-            "unit_model": {
-                "rho_general": RHO,
-                "alpha_min_general": ALPHA_MIN,
-                "alpha_max_general": ALPHA_MAX,
-                "sigma_noise": SIGMA_N,
-                "beta_planted": BETA,
-                "sigma_planted": SIGMA_P,
-                "nll": "softplus(x)",
-            },
-            "general_quality": dict(zip(model_ids, g.tolist())),
-            "abilities": {
-                model_ids[i]: dict(zip(functions, ability[i].tolist())) for i in range(m)
-            },
-            "theta": {names[b]: theta[:, b].tolist() for b in range(nb)},
-            "item_parameters": {
-                names[b]: {"a": disc[b].tolist(), "b": diff[b].tolist()} for b in range(nb)
-            },
+    (tmp / "models.yaml").write_text(yaml.safe_dump({"models": entries}, sort_keys=False))
+    names, n_items = benches.names, benches.disc.shape[1]
+    catalog = {
+        name: {
+            "family": BENCH_FAMILIES[benches.family[b]],
+            "format": FORMATS[benches.format[b]],
+            "function": benches.functions[benches.function[b]],
+            "score_range": [0, 100],
+            "items": f"items/{name}.parquet",
+            "responses": f"responses/{name}.parquet",
         }
-        (tmp / "truth.json").write_text(json.dumps(truth, indent=1))
-    return SyntheticWorld.load(out)
+        for b, name in enumerate(names)
+    }
+    (tmp / "catalog.yaml").write_text(yaml.safe_dump({"benchmarks": catalog}, sort_keys=False))
+    # recommended settings for short benchmarks: with ~100 items per benchmark the
+    # paper's λ = 0.005 per item would keep almost every item (the full score is an
+    # exact function of all of them), so the penalty is scaled up.
+    (tmp / "settings.yaml").write_text(
+        yaml.safe_dump({"metabench": {"lam": 0.05, "n_quant": min(50, n_items)}}, sort_keys=False)
+    )
+    scores = benches.scores
+    pl.DataFrame({"model": models.ids, **{n: scores[:, b] for b, n in enumerate(names)}}).write_csv(
+        tmp / "scores.csv"
+    )
+    for b, name in enumerate(names):
+        ids = [f"{name}-q{j:03d}" for j in range(n_items)]
+        pl.DataFrame({"item_id": ids, "text": items[name]}).write_parquet(
+            tmp / "items" / f"{name}.parquet"
+        )
+        all_resp = np.concatenate([benches.responses[b], respondents.responses[b]], axis=0)
+        pl.DataFrame(
+            {
+                "model": models.ids + respondents.ids,
+                **{ids[j]: all_resp[:, j] for j in range(n_items)},
+            },
+            schema={"model": pl.String, **{i: pl.Int8 for i in ids}},
+        ).write_parquet(tmp / "responses" / f"{name}.parquet")
+
+
+def _nll_source(i: int) -> str:
+    """The world-relative path of model ``i``'s NLL."""
+    return f"nll/model_{i:03d}.npy"
+
+
+def _truth(
+    seed: int, models: _Models, benches: _Benchmarks, corpus: _Corpus, d: int
+) -> dict[str, Any]:
+    """``truth.json``: everything the world was drawn from."""
+    names, functions = benches.names, benches.functions
+
+    def function(b: int) -> str:
+        return functions[benches.function[b]]
+
+    return {
+        "world": "synthetic",
+        "seed": seed,
+        "n_units": d,
+        "model_ids": models.ids,
+        "benchmarks": names,
+        "functions": functions,
+        "nll_sources": [_nll_source(i) for i in range(len(models.ids))],
+        "planted_units": {f: v.tolist() for f, v in corpus.planted.items()},
+        "benchmark_function": {name: function(b) for b, name in enumerate(names)},
+        "benchmark_loadings": {
+            name: {
+                "function": function(b),
+                "lambda_function": LAMBDA,
+                "family": BENCH_FAMILIES[benches.family[b]],
+                "kappa_family": KAPPA,
+                "format": FORMATS[benches.format[b]],
+                "mu_mc_skill": MU if FORMATS[benches.format[b]] == "multiple_choice" else 0.0,
+                "noise_sd": SIGMA_B,
+            }
+            for b, name in enumerate(names)
+        },
+        "unit_model": {
+            "rho_general": RHO,
+            "alpha_min_general": ALPHA_MIN,
+            "alpha_max_general": ALPHA_MAX,
+            "sigma_noise": SIGMA_N,
+            "beta_planted": BETA,
+            "sigma_planted": SIGMA_P,
+            "nll": "softplus(x)",
+        },
+        "general_quality": dict(zip(models.ids, models.g.tolist())),
+        "abilities": {
+            mid: dict(zip(functions, models.ability[i].tolist()))
+            for i, mid in enumerate(models.ids)
+        },
+        "theta": {name: benches.theta[:, b].tolist() for b, name in enumerate(names)},
+        "item_parameters": {
+            name: {"a": benches.disc[b].tolist(), "b": benches.diff[b].tolist()}
+            for b, name in enumerate(names)
+        },
+    }
 
 
 def planted_recovery(
