@@ -20,12 +20,10 @@ from ._corpus import (
 )
 from ._items import (
     ResponseMatrix,
-    lm_eval_folder_model,
     metabench_questions,
     read_lm_eval_samples,
     read_questions,
     read_responses,
-    samples_task,
 )
 from ._registry import (
     ModelSpec,
@@ -43,6 +41,7 @@ from ._shard_store import ShardedCorpus, ShardStore, iter_shard_documents, write
 from ._shards import (
     PlanDiff,
     ShardSpec,
+    corpus_file_rows,
     default_shard_units,
     diff_plans,
     iter_documents,
@@ -60,6 +59,7 @@ from .scores import (
     empty_scores,
     file_time,
     from_wide,
+    lm_eval_folder_model,
     lm_eval_model_id,
     match_models,
     normalize_model_id,
@@ -68,6 +68,7 @@ from .scores import (
     read_score_sources,
     read_scores,
     read_wide,
+    samples_task,
     to_wide,
     validate_scores,
 )
@@ -93,6 +94,7 @@ __all__ = [
     "build_corpus_store",
     "catalog_from_dict",
     "char_to_byte_offsets",
+    "corpus_file_rows",
     "corpus_files",
     "default_shard_units",
     "diff_plans",

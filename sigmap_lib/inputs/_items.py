@@ -28,10 +28,10 @@ import numpy as np
 import polars as pl
 
 from sigmap_lib._util._files import files_in
-from sigmap_lib._util._tables import iter_jsonl, load_json, read_table, row_label
+from sigmap_lib._util._tables import iter_jsonl, read_table, row_label
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs.scores._common import MISSING_TOKENS
-from sigmap_lib.inputs.scores._lm_eval import file_time, lm_eval_model_id
+from sigmap_lib.inputs.scores._lm_eval import file_time, lm_eval_folder_model, samples_task
 
 _N_EX = 5
 _WHAT = "responses file"
@@ -377,58 +377,6 @@ def _from_long(
 
 # ---------------------------------------------------------------------------------------
 # lm-evaluation-harness samples
-
-_SAMPLES = re.compile(r"^samples_(?P<task>.+?)(?:_(?P<ts>\d{4}-\d{2}-\d{2}T[\d.\-:]+))?\.jsonl$")
-
-
-def samples_task(path: Path) -> str | None:
-    """The lm-eval task of a ``samples_<task>[_<timestamp>].jsonl`` file (``None`` for
-    another name).
-
-    Examples
-    --------
-    >>> from pathlib import Path
-    >>> from sigmap_lib.inputs import samples_task
-    >>> samples_task(Path("out/samples_arc_challenge_2024-05-01T12-00-00.123.jsonl"))
-    'arc_challenge'
-    >>> samples_task(Path("samples_gsm8k.jsonl")), samples_task(Path("results.json"))
-    ('gsm8k', None)
-    """
-    m = _SAMPLES.match(path.name)
-    return m.group("task") if m else None
-
-
-def lm_eval_folder_model(folder: Path, cache: dict[Path, str]) -> str:
-    """Model id of an lm-eval output folder: its latest results*.json, else the folder name.
-
-    ``cache`` (folder -> id) is read and filled, so each folder is read once.
-
-    Examples
-    --------
-    >>> import json
-    >>> from pathlib import Path
-    >>> from sigmap_lib.inputs import lm_eval_folder_model
-    >>> run = Path("logs/run1")
-    >>> run.mkdir(parents=True)
-    >>> _ = (run / "results_1.json").write_text(json.dumps({"model_name": "org/model"}))
-    >>> Path("logs/other").mkdir()
-    >>> cache = {}
-    >>> lm_eval_folder_model(run, cache), lm_eval_folder_model(Path("logs/other"), cache)
-    ('org/model', 'other')
-    """
-    if folder in cache:
-        return cache[folder]
-    results = sorted(folder.glob("results*.json"))
-    if results:
-        docs = [(f, load_json(f, "lm-eval results")) for f in results]
-        f, data = max(docs, key=lambda t: (file_time(t[0], t[1]), str(t[0])))
-        if not isinstance(data, Mapping):
-            raise SigmapInputError(f"lm-eval results {f}: expected a JSON object")
-        mid = lm_eval_model_id(data, f)
-    else:
-        mid = folder.name
-    cache[folder] = mid
-    return mid
 
 
 def _read_samples_file(

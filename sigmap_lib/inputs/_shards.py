@@ -429,6 +429,48 @@ def _file_sha256(p: Path) -> str:
     return _file_pass(p, ".txt", [])[0]
 
 
+def corpus_file_rows(root: str | Path, files: Iterable[str | Path]) -> list[dict[str, Any]]:
+    """One row per corpus file: its path relative to ``root``, format, bytes and sha256
+    (the corpus manifest).
+
+    Parameters
+    ----------
+    root : str or Path
+        The corpus folder.
+    files : iterable of path
+        Its files (as a world layout lists them).
+
+    Returns
+    -------
+    list of dict
+        ``file``, ``format`` (the suffix), ``bytes``, ``sha256`` per file, in ``files`` order.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import corpus_file_rows
+    >>> Path("c").mkdir(exist_ok=True)
+    >>> _ = Path("c/a.txt").write_text("hello")
+    >>> corpus_file_rows("c", [Path("c/a.txt")])[0]["sha256"][:12]
+    '2cf24dba5fb0'
+    """
+    rows = []
+    for p in map(Path, files):
+        h = hashlib.sha256()
+        with open(p, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
+        rows.append(
+            {
+                "file": str(p.relative_to(root)),
+                "format": p.suffix.lstrip("."),
+                "bytes": p.stat().st_size,
+                "sha256": h.hexdigest(),
+            }
+        )
+    return rows
+
+
 def plan_corpus(
     root: str | Path,
     *,

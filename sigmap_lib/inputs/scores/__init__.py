@@ -12,12 +12,15 @@ from ._common import (
 from ._lm_eval import (
     DEFAULT_LM_EVAL_METRICS,
     file_time,
+    lm_eval_folder_model,
     lm_eval_model_id,
     read_lm_eval_results,
+    samples_task,
 )
 from ._match import (
     MatchResult,
     apply_model_match,
+    keyed_scores,
     match_models,
     normalize_model_id,
 )
@@ -29,6 +32,7 @@ from ._readers import (
 )
 from ._reshape import (
     from_wide,
+    score_summary,
     to_wide,
 )
 from ._validate import (
@@ -47,6 +51,8 @@ __all__ = [
     "empty_scores",
     "file_time",
     "from_wide",
+    "keyed_scores",
+    "lm_eval_folder_model",
     "lm_eval_model_id",
     "match_models",
     "normalize_model_id",
@@ -55,6 +61,8 @@ __all__ = [
     "read_score_sources",
     "read_scores",
     "read_wide",
+    "samples_task",
+    "score_summary",
     "to_wide",
     "validate_scores",
 ]

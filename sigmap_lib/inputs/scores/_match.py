@@ -181,3 +181,47 @@ def apply_model_match(
     if drop_unmatched:
         long = long.filter(pl.col("model").is_in(list(match.mapping)))
     return long.with_columns(pl.col("model").replace(match.mapping))
+
+
+def keyed_scores(long: pl.DataFrame, registry: dict[str, str]) -> tuple[pl.DataFrame, MatchResult]:
+    """The long score table with registry ids and partition keys: score model ids matched
+    to the registry (unmatched models kept under their own id, without a key) and each
+    benchmark's slug.
+
+    Parameters
+    ----------
+    long : pl.DataFrame
+        Long scores (``model``, ``benchmark``, ``score``).
+    registry : dict
+        Registry model id -> its partition key, in registry order.
+
+    Returns
+    -------
+    table : pl.DataFrame
+        Columns ``model, model_key, benchmark, benchmark_key, score``.
+    match : MatchResult
+        How the score model ids were matched.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from sigmap_lib.inputs.scores import keyed_scores
+    >>> long = pl.DataFrame(
+    ...     {"model": ["eleutherai__pythia-410m", "gpt-x"], "benchmark": ["ARC Easy", "ARC Easy"],
+    ...      "score": [35.0, 50.0]}
+    ... )
+    >>> table, match = keyed_scores(long, {"EleutherAI/pythia-410m": "pythia_410m"})
+    >>> table.rows()
+    [('EleutherAI/pythia-410m', 'pythia_410m', 'ARC Easy', 'ARC_Easy', 35.0), ('gpt-x', None, 'ARC Easy', 'ARC_Easy', 50.0)]
+    """
+    from sigmap_lib.inputs._catalog import benchmark_slug
+
+    match = match_models(long["model"].unique().to_list(), list(registry))
+    matched = apply_model_match(long, match, drop_unmatched=False)
+    table = matched.with_columns(
+        pl.col("model").replace_strict(registry, default=None).alias("model_key"),
+        pl.col("benchmark")
+        .map_elements(benchmark_slug, return_dtype=pl.String)
+        .alias("benchmark_key"),
+    ).select("model", "model_key", "benchmark", "benchmark_key", "score")
+    return table, match

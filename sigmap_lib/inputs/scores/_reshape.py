@@ -115,3 +115,37 @@ def from_wide(models: Sequence[str], benchmarks: Sequence[str], values: np.ndarr
         },
         schema=SCORE_SCHEMA,
     )
+
+
+def score_summary(table: pl.DataFrame) -> pl.DataFrame:
+    """Per benchmark: models scored, mean, sd, min and max of the scores.
+
+    Parameters
+    ----------
+    table : pl.DataFrame
+        Long scores (``benchmark``, ``score``).
+
+    Returns
+    -------
+    pl.DataFrame
+        One row per benchmark, sorted by name.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from sigmap_lib.inputs.scores import score_summary
+    >>> table = pl.DataFrame({"benchmark": ["b", "a", "a"], "score": [1.0, 2.0, 4.0]})
+    >>> score_summary(table).rows()
+    [('a', 2, 3.0, 1.4142135623730951, 2.0, 4.0), ('b', 1, 1.0, None, 1.0, 1.0)]
+    """
+    return (
+        table.group_by("benchmark")
+        .agg(
+            pl.len().alias("models"),
+            pl.col("score").mean().alias("mean"),
+            pl.col("score").std().alias("sd"),
+            pl.col("score").min().alias("min"),
+            pl.col("score").max().alias("max"),
+        )
+        .sort("benchmark")
+    )
