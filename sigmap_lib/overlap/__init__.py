@@ -10,6 +10,7 @@ from ._analysis import (
     group_test,
     signature_content_alignment,
     spread,
+    unit_contexts,
 )
 from ._embed import (
     default_encoder_path,
@@ -21,6 +22,9 @@ from ._embed import (
 from ._matrix import (
     OverlapMatrix,
     bootstrap_ci,
+    load_overlap_matrix,
+    pair_intervals,
+    save_overlap_matrix,
     spearman_matrix,
     toy_overlap,
 )
@@ -29,12 +33,14 @@ from ._performance import (
 )
 from ._robustness import (
     Variant,
+    corpus_half_split,
     signature_robustness,
 )
 from ._semantic import (
     semantic_overlap,
 )
 from ._signature import (
+    signature_level,
     signature_model_scores,
     signature_overlap,
     signature_overlap_null,
@@ -47,16 +53,21 @@ __all__ = [
     "agreement",
     "bootstrap_ci",
     "cluster",
+    "corpus_half_split",
     "default_encoder_path",
     "embed_texts",
     "encoder_id",
     "function_matrix",
     "group_test",
     "load_encoder",
+    "load_overlap_matrix",
     "mean_embedding",
+    "pair_intervals",
     "performance_overlap",
+    "save_overlap_matrix",
     "semantic_overlap",
     "signature_content_alignment",
+    "signature_level",
     "signature_model_scores",
     "signature_overlap",
     "signature_overlap_null",
@@ -64,4 +75,5 @@ __all__ = [
     "spearman_matrix",
     "spread",
     "toy_overlap",
+    "unit_contexts",
 ]

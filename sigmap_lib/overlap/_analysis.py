@@ -358,6 +358,42 @@ def agreement(matrix_a: OverlapMatrix, matrix_b: OverlapMatrix) -> dict[str, Any
     return out
 
 
+def unit_contexts(
+    corpus: Any, signatures: Mapping[str, Any], n_left: int = 20
+) -> dict[str, list[str]]:
+    """Each non-empty signature's units as text in their left context, one string per
+    unit (the input of :func:`signature_content_alignment`).
+
+    Parameters
+    ----------
+    corpus : CorpusStore or ShardedCorpus
+        Anything with ``context(unit, n_left) -> (left, text)``.
+    signatures : mapping benchmark -> array of int
+        Signature unit indices (global unit numbers of ``corpus``).
+    n_left : int
+        Units of left context.
+
+    Returns
+    -------
+    dict
+        Benchmark -> ``left + text`` per unit; benchmarks with an empty signature are
+        left out.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import Document, build_corpus_store
+    >>> from sigmap_lib.overlap import unit_contexts
+    >>> corpus = build_corpus_store([Document("d", "d", "the cat sat on the mat")], "corpus")
+    >>> unit_contexts(corpus, {"a": [2], "b": []}, n_left=2)
+    {'a': ['the cat sat']}
+    """
+    return {
+        k: ["".join(corpus.context(int(u), n_left=n_left)) for u in units]
+        for k, units in signatures.items()
+        if len(units)
+    }
+
+
 def signature_content_alignment(
     unit_contexts: Mapping[str, Sequence[str]],
     questions: Mapping[str, Sequence[str]],

@@ -373,3 +373,159 @@ def toy_overlap(level: str = "performance") -> tuple[OverlapMatrix, dict[str, di
         "math": {"family": "MATH", "format": "gen", "function": "math"},
     }
     return OverlapMatrix(tuple(meta), np.array(values), level=level), meta
+
+
+# ---------------------------------------------------------------------------------------
+# Stored form: a parquet table of values beside an npz of the other arrays
+# ---------------------------------------------------------------------------------------
+def save_overlap_matrix(
+    matrix: OverlapMatrix,
+    table_path: Any,
+    arrays_path: Any,
+    extra_arrays: dict[str, Any] | None = None,
+) -> Any:
+    """Store an overlap matrix: its values as a wide parquet table (:meth:`to_frame`) and
+    its common-model counts, ``extra_arrays`` and the why of benchmarks without a
+    signature (``extra["no_signature"]``) as one npz; both written atomically.
+
+    Parameters
+    ----------
+    matrix : OverlapMatrix
+        ``(B, B)`` values with ``labels``.
+    table_path, arrays_path : path-like
+        Where the parquet table and the npz go.
+    extra_arrays : dict, optional
+        Name -> array stored beside the values (``(B, B)`` p-values, intervals, ...).
+
+    Returns
+    -------
+    path-like
+        ``table_path``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import load_overlap_matrix, save_overlap_matrix, toy_overlap
+    >>> m, _ = toy_overlap()
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = save_overlap_matrix(m, d / "m.parquet", d / "m.npz", {"p_value": m.values * 0})
+    >>> back = load_overlap_matrix(d / "m.parquet", d / "m.npz", level="performance")
+    >>> back.labels == m.labels, bool(np.allclose(back.values, m.values))
+    (True, True)
+    >>> sorted(back.extra)
+    ['p_value']
+    """
+    from sigmap_lib._util import atomic_file
+
+    with atomic_file(table_path) as tmp:
+        matrix.to_frame().write_parquet(tmp)
+    arrays = {"values": matrix.values, "labels": np.array(matrix.labels)}
+    if matrix.n_common is not None:
+        arrays["n_common"] = matrix.n_common
+    for k, v in (extra_arrays or {}).items():
+        arrays[k] = np.asarray(v)
+    no_sig = (matrix.extra or {}).get("no_signature") or {}
+    if no_sig:  # benchmarks without a signature and why (NaN rows)
+        arrays["no_signature_labels"] = np.array(list(no_sig), dtype=str)
+        arrays["no_signature_reasons"] = np.array(list(no_sig.values()), dtype=str)
+    with atomic_file(arrays_path, suffix=".tmp.npz") as tmp:
+        np.savez(tmp, **arrays)
+    return table_path
+
+
+def load_overlap_matrix(table_path: Any, arrays_path: Any, level: str = "") -> OverlapMatrix:
+    """Read a matrix :func:`save_overlap_matrix` stored (counts and extras included).
+
+    Parameters
+    ----------
+    table_path, arrays_path : path-like
+        The parquet table and the npz of one stored matrix.
+    level : str
+        The overlap level it is (``semantic``, ``performance``, ``signature``).
+
+    Returns
+    -------
+    OverlapMatrix
+        ``(B, B)`` values; ``extra`` holds the stored arrays and ``no_signature``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> from sigmap_lib.overlap import load_overlap_matrix, save_overlap_matrix, toy_overlap
+    >>> m, _ = toy_overlap()
+    >>> d = Path(tempfile.mkdtemp())
+    >>> _ = save_overlap_matrix(m, d / "m.parquet", d / "m.npz")
+    >>> load_overlap_matrix(d / "m.parquet", d / "m.npz").values.shape == m.values.shape
+    True
+    """
+    import polars as pl
+
+    m = OverlapMatrix.from_frame(pl.read_parquet(table_path), level=level)
+    npz = np.load(arrays_path, allow_pickle=False)
+    if "n_common" in npz:
+        m.n_common = npz["n_common"]
+    m.extra.update({k: npz[k] for k in npz.files if k not in ("values", "labels", "n_common")})
+    if "no_signature_labels" in npz:
+        m.extra["no_signature"] = dict(
+            zip(npz["no_signature_labels"].tolist(), npz["no_signature_reasons"].tolist())
+        )
+    return m
+
+
+def pair_intervals(
+    model_scores: np.ndarray,
+    labels: Sequence[str],
+    *,
+    without: Sequence[str] = (),
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, np.ndarray]:
+    """Bootstrap intervals (:func:`bootstrap_ci`) of the pairs whose columns have a score,
+    as full ``(B, B)`` matrices with NaN where a column is in ``without``.
+
+    Parameters
+    ----------
+    model_scores : np.ndarray
+        ``(n_models, B)`` per-model scores of the ``B`` labels (columns of ``without``
+        may be NaN).
+    labels : sequence of str
+        The ``B`` column names.
+    without : sequence of str
+        Labels without a score (e.g. benchmarks with an empty signature).
+    n_boot, seed : int
+        As in :func:`bootstrap_ci`.
+
+    Returns
+    -------
+    dict
+        ``{"ci_low", "ci_high"}``, each ``(B, B)``; empty when fewer than two labels have
+        a score.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import pair_intervals
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.normal(size=(20, 3))
+    >>> x[:, 2] = np.nan
+    >>> ci = pair_intervals(x, ["a", "b", "c"], without=["c"], n_boot=50)
+    >>> ci["ci_low"].shape, bool(np.isnan(ci["ci_low"][0, 2])), bool(ci["ci_low"][0, 1] <= 1)
+    ((3, 3), True, True)
+    >>> pair_intervals(x, ["a", "b", "c"], without=["b", "c"])
+    {}
+    """
+    labels = list(labels)
+    keep = [b for b in labels if b not in set(without)]
+    if len(keep) < 2:
+        return {}
+    idx = [labels.index(b) for b in keep]
+    ci = bootstrap_ci(np.asarray(model_scores)[:, idx], labels=keep, n_boot=n_boot, seed=seed)
+    out = {}
+    for name in ("ci_low", "ci_high"):
+        full = np.full((len(labels), len(labels)), np.nan)
+        full[np.ix_(idx, idx)] = ci.extra[name]
+        out[name] = full
+    return out

@@ -244,3 +244,34 @@ def _mean_jaccard(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
         if x or y:
             vals.append(len(x & y) / len(x | y))
     return float(np.mean(vals)) if vals else float("nan")
+
+
+def corpus_half_split(unit_doc: Any) -> int | None:
+    """The unit where the corpus is cut in two halves without splitting a document: the
+    first unit of the document that holds the middle unit.
+
+    Parameters
+    ----------
+    unit_doc : array-like of int
+        ``(n_units,)`` document index of each unit, non-decreasing.
+
+    Returns
+    -------
+    int or None
+        The first unit of the second half (``corpus_split`` of
+        :func:`signature_robustness`); None when the middle document starts at unit 0
+        (one document: no split).
+
+    Examples
+    --------
+    >>> from sigmap_lib.overlap import corpus_half_split
+    >>> corpus_half_split([0, 0, 0, 1, 1, 2, 2, 2])
+    3
+    >>> corpus_half_split([0, 0, 0, 0]) is None
+    True
+    """
+    doc = np.asarray(unit_doc)
+    if doc.size == 0:
+        return None
+    half = int(np.searchsorted(doc, doc[doc.size // 2]))
+    return half if half > 0 else None

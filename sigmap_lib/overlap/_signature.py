@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -376,3 +376,106 @@ def signature_overlap_null(
     return OverlapMatrix(
         labels=labels, values=obs, n_common=observed.n_common, level=observed.level, extra=extra
     )
+
+
+def signature_level(
+    source: Any,
+    scores: np.ndarray,
+    signatures: Mapping[str, Sequence[int] | np.ndarray],
+    *,
+    nll_arrays: Any,
+    unit_nbytes: np.ndarray,
+    bpb_mean: np.ndarray,
+    bpb_sd: np.ndarray,
+    extract_kwargs: Mapping[str, Any],
+    no_signature: Mapping[str, str] | None = None,
+    n_permutations: int = 19,
+    n_bootstrap: int = 500,
+    seed: int = 0,
+) -> tuple[OverlapMatrix, dict[str, np.ndarray]]:
+    """The signature level of the overlap: the observed matrix, its permutation null
+    (signatures re-extracted on shuffled scores) and bootstrap intervals over models of
+    the pairs where both benchmarks have a signature.
+
+    Parameters
+    ----------
+    source : rank source or np.ndarray
+        What :func:`sigmap_lib.signatures.extract_signatures` screens (``(n_units,
+        n_models)`` values or the rank store).
+    scores : np.ndarray
+        ``(n_models, B)`` scores in ``signatures`` order.
+    signatures : mapping benchmark -> unit indices
+        The stored signatures (empty ones give NaN pairs).
+    nll_arrays : sequence of arrays or np.ndarray
+        Per-model NLL over the units (read by unit, see
+        :func:`sigmap_lib.signatures.gather_units`).
+    unit_nbytes, bpb_mean, bpb_sd : np.ndarray
+        ``(n_units,)`` unit bytes and ``(n_models,)`` bits-per-byte moments.
+    extract_kwargs : mapping
+        ``extract_signatures``' options the signatures were extracted with.
+    no_signature : mapping, optional
+        Benchmark -> why its signature is empty.
+    n_permutations, n_bootstrap, seed : int
+        Permutations of the null, bootstrap resamples of the intervals.
+
+    Returns
+    -------
+    observed : OverlapMatrix
+        ``(B, B)`` Spearman overlap.
+    extras : dict
+        ``p_value``, ``null_mean`` ``(B, B)``, ``model_scores`` ``(n_models, B)`` and,
+        with two or more signatures, ``ci_low``, ``ci_high`` ``(B, B)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import signature_level
+    >>> rng = np.random.default_rng(0)
+    >>> values = rng.normal(10.0, 1.0, size=(40, 14))  # 40 units x 14 models
+    >>> nbytes = np.full(40, 4)
+    >>> bpb = values / (nbytes[:, None] * np.log(2))
+    >>> scores = -values[[0, 0, 7]].T + 0.1 * rng.normal(size=(14, 3))
+    >>> m, extras = signature_level(
+    ...     values, scores, {"a": [0], "b": [0, 1], "c": [7]},
+    ...     nll_arrays=values, unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0),
+    ...     extract_kwargs={"method": "calibrated-marginal", "n_permutations": 19},
+    ...     n_permutations=2, n_bootstrap=20,
+    ... )
+    >>> m.values.shape, sorted(extras)
+    ((3, 3), ['ci_high', 'ci_low', 'model_scores', 'null_mean', 'p_value'])
+    """
+    from sigmap_lib.overlap._matrix import pair_intervals
+    from sigmap_lib.signatures import extract_signatures, gather_units
+
+    bench = list(signatures)
+    no_signature = dict(no_signature or {})
+
+    def extract(y: np.ndarray) -> dict[str, np.ndarray]:
+        out = extract_signatures(
+            source, y, nll_arrays=nll_arrays, benchmark_names=bench, **extract_kwargs
+        )
+        return {s.benchmark: s.units for s in out}  # empty ones give NaN pairs, no fallback
+
+    kw = dict(
+        nll=lambda units: gather_units(nll_arrays, units).T,
+        unit_nbytes=unit_nbytes,
+        bpb_mean=bpb_mean,
+        bpb_sd=bpb_sd,
+    )
+    observed = signature_overlap(signatures, **kw, no_signature=no_signature)
+    null = signature_overlap_null(
+        extract, scores, n_perm=n_permutations, seed=seed, observed=observed, **kw
+    )
+    extras = {
+        "p_value": null.extra["p_value"],
+        "null_mean": null.extra["null_mean"],
+        "model_scores": observed.extra["model_scores"],
+    }
+    extras |= pair_intervals(
+        observed.extra["model_scores"],
+        bench,
+        without=list(no_signature),
+        n_boot=n_bootstrap,
+        seed=seed,
+    )
+    return observed, extras

@@ -22,6 +22,7 @@ from ._metabench_plots import (
     plot_scored_models,
     plot_test_information,
 )
+from ._metabench_report import MetabenchReport, metabench_report
 from ._overlap_report import (
     build_overlap_report,
     level_analyses,
@@ -38,6 +39,7 @@ from ._signatures import detection_text, null_threshold_plot, signature_rows, si
 from ._truth import truth_sections
 
 __all__ = [
+    "MetabenchReport",
     "Section",
     "build_overlap_report",
     "correlation_histogram",
@@ -50,6 +52,7 @@ __all__ = [
     "level_distributions",
     "markdown_table",
     "matching_domain_summary",
+    "metabench_report",
     "model_table",
     "not_testable_reason",
     "null_threshold_plot",

@@ -25,6 +25,7 @@ from ._merge import (
     merge_screen,
     screen_partial,
 )
+from ._partial_store import PartialKey, partial_key, reuse_partial
 from ._screening import ScreenResult, screen
 from ._selection import (
     SelectionResult,
@@ -64,6 +65,7 @@ __all__ = [
     "Calibration",
     "MaxTPartial",
     "NullCalibration",
+    "PartialKey",
     "ScreenPartial",
     "ScreenResult",
     "SelectionResult",
@@ -85,12 +87,14 @@ __all__ = [
     "merge_null_maxima",
     "merge_screen",
     "models_needed",
+    "partial_key",
     "preselect_correlation",
     "preselect_from_codes",
     "quality_basis",
     "residual_codes",
     "residuals",
     "resolve_method",
+    "reuse_partial",
     "score_coefficients",
     "screen",
     "screen_partial",
