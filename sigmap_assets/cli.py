@@ -173,8 +173,8 @@ def print_summary(summary: dict, layout: StorageLayout, stream) -> None:
     if summary.get("blocked"):
         print(f"Not run (a stage upstream failed): {', '.join(summary['blocked'])}", file=stream)
     print(
-        f"  HTML report:   {layout.report('overlap_report.html')}\n"
-        f"  metabench:     {layout.report('metabench_report.html')}\n"
+        f"  HTML report:   {layout.overlap_report()}\n"
+        f"  metabench:     {layout.metabench_report()}\n"
         f"  plots:         {layout.plots_dir()}\n"
         f"  browse in the Dagster UI:  DAGSTER_HOME={os.environ['DAGSTER_HOME']} "
         f".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1   (or: make dev)",

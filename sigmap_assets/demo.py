@@ -218,8 +218,8 @@ class DemoRunner:
     def _cell_fingerprint(self, partition: str) -> str:
         """The model's files and scoring settings: weights overwritten in place, another
         tokenizer or dtype make its cells "to do" (and only its cells)."""
-        from sigmap_assets.defs.models.assets import cell_fingerprint
         from sigmap_assets.partitions import cells_partitions
+        from sigmap_assets.state import StoredState
         from sigmap_lib.inputs import read_registry
 
         key = cells_partitions.get_partition_key_from_str(partition).keys_by_dimension
@@ -231,9 +231,9 @@ class DemoRunner:
         if spec is None:
             return "unregistered"
         try:
-            return cell_fingerprint(
-                self.resources["storage"], self.resources["compute"], spec, key["shard"]
-            )
+            state = StoredState.read(self.resources["storage"])
+            dtype = self.resources["compute"].scoring_dtype(spec)
+            return state.cell_fingerprint(spec, key["shard"], dtype)
         except OSError as exc:  # a missing model folder: the cell's own run reports it
             return f"unreadable:{exc.errno}"
 
@@ -329,9 +329,9 @@ class DemoRunner:
 
         if step.partitions in ("shards", "cells"):
             from sigmap_assets.partitions import cell_key
-            from sigmap_assets.tables import read_plan
+            from sigmap_assets.state import StoredState
 
-            shards = [s["key"] for s in read_plan(self.resources["storage"]).get("shards", [])]
+            shards = StoredState.read(self.resources["storage"]).shard_keys
             if step.partitions == "shards":
                 return shards
             models = [s.key for s in read_registry(self.resources["world"].file("models.yaml"))]

@@ -14,7 +14,8 @@ import shutil
 from pathlib import Path
 
 from sigmap_assets.resources import SigmapStorage
-from sigmap_assets.tables import read_json, read_plan
+from sigmap_assets.state import StoredState
+from sigmap_assets.tables import read_json
 
 
 def _dirs(p: Path) -> list[Path]:
@@ -29,7 +30,7 @@ def unused_paths(
     ``registry``: the model keys of the current ``models.yaml``; the NLL cells of other
     models are listed too (None: the registry is not consulted)."""
     lay = storage.layout
-    plan = {s["key"] for s in read_plan(storage).get("shards", [])}
+    plan = set(StoredState.read(storage).shard_keys)
     out: list[tuple[Path, str]] = [
         (Path(p), "single-corpus layout (before shards)") for p in lay.legacy_paths()
     ]

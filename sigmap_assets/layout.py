@@ -87,6 +87,22 @@ class StorageLayout:
     def project_config(self) -> Any:
         return self._path("sigmap.yaml")
 
+    def project_settings(self) -> dict[str, Any]:
+        """The settings ``sigmap`` stored in :meth:`project_config` (empty when there are
+        none, or for a remote root)."""
+        import yaml
+
+        if not self.is_local:
+            return {}
+        path = self.project_config()
+        if not path.exists():
+            return {}
+        with path.open() as fh:
+            data = yaml.safe_load(fh) or {}
+        if not isinstance(data, dict):
+            raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
+        return data
+
     def dagster_home(self) -> Any:
         return self._path(".dagster")
 
@@ -178,6 +194,10 @@ class StorageLayout:
     def item_questions(self, bench_key: str) -> Any:
         return self._path("items", bench_key, "questions.parquet")
 
+    def item_summary(self, bench_key: str) -> Any:
+        """Counts of a benchmark's stored questions and responses."""
+        return self._path("items", bench_key, "summary.json")
+
     # signatures --------------------------------------------------------------------
     def shard_screen(self, shard_key: str) -> Any:
         return self._path("screening", "shards", f"{shard_key}.json")
@@ -206,6 +226,17 @@ class StorageLayout:
 
     def overlap_arrays(self, level: str) -> Any:
         return self._path("overlap", f"{level}.npz")
+
+    def overlap_outputs(self, level: str) -> list[Any]:
+        """Everything one overlap level stores: its table, arrays and heatmap."""
+        return [
+            self.overlap_table(level),
+            self.overlap_arrays(level),
+            self.overlap_heatmap(level),
+        ]
+
+    def overlap_heatmap(self, level: str) -> Path:
+        return self.plot(f"{level}_heatmap.png")
 
     def embeddings_dir(self) -> Any:
         return self._path("embeddings")
@@ -246,3 +277,24 @@ class StorageLayout:
 
     def report(self, name: str) -> Path:
         return self.reports_dir() / name
+
+    def overlap_report(self) -> Path:
+        return self.report("overlap_report.html")
+
+    def overlap_summary(self) -> Path:
+        return self.report("overlap_summary.json")
+
+    def metabench_report(self) -> Path:
+        return self.report("metabench_report.html")
+
+    def metabench_summary(self) -> Path:
+        return self.report("metabench_summary.json")
+
+    def screening_histogram(self, bench_key: str) -> Path:
+        return self.plot(f"screening_{bench_key}.png")
+
+    def signature_null_plot(self, bench_key: str) -> Path:
+        return self.plot(f"signature_null_{bench_key}.png")
+
+    def scored_plot(self, model_key: str) -> Path:
+        return self.plot(f"scored_{model_key}.png")

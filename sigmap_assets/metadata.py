@@ -74,3 +74,40 @@ def json_safe(obj: Any) -> Any:
 
     # the round trip gives JSON's own types and key spelling; NaN and ±inf come back as floats
     return clean(json.loads(json.dumps(obj, default=json_default, allow_nan=True)))
+
+
+def signature_row(key: str, sig, summary: dict) -> dict:
+    """One benchmark's line of the UI summary table."""
+    cal = summary.get("calibration") or {}
+    return {
+        "benchmark": key,
+        "units": int(sig.units.size),
+        "method": sig.method,
+        "threshold": cal.get("threshold"),
+        "null max (median)": (cal.get("null_max_summary") or {}).get("median"),
+        "observed max": cal.get("observed_max"),
+        "p (max)": cal.get("p_value"),
+        "R²": summary.get("r2"),
+        "LOO R²": summary.get("loo_r2"),
+    }
+
+
+def signature_md(key: str, sig, units: list[dict]) -> str:
+    """One benchmark's signature as markdown: its units in context, or why it is empty."""
+    if sig.empty:
+        why = sig.calibration.reason if sig.calibration is not None else "no unit selected"
+        return f"### {key}\n\n_{why}_"
+    return f"### {key}\n\n" + md_table(
+        [
+            {
+                "#": u["order"],
+                "unit": repr(u["text"]),
+                "left context": "…" + u["left_context"][-60:],
+                "statistic": u["statistic"],
+                "adjusted p": u["adjusted_p"],
+                "coef": u["coef"],
+            }
+            for u in units
+        ],
+        max_rows=15,
+    )

@@ -26,16 +26,7 @@ def default_storage_root() -> str:
 
 def read_project_config(root: str) -> dict[str, Any]:
     """The project settings persisted by ``sigmap`` under the storage root (may be empty)."""
-    if "://" in root and not root.startswith("file://"):
-        return {}
-    path = StorageLayout(root).project_config()
-    if not path.exists():
-        return {}
-    with path.open() as fh:
-        data = yaml.safe_load(fh) or {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a mapping of settings, got {type(data).__name__}")
-    return data
+    return StorageLayout(root).project_settings()
 
 
 def write_project_config(root: str, **settings: Any) -> Path:
@@ -149,3 +140,8 @@ class ComputeResource(dg.ConfigurableResource):
     dtype: str = "auto"
     threads: int = 0
     batch_tokens: int = 16384
+
+    def scoring_dtype(self, spec: Any) -> str:
+        """The dtype a model is scored in: its registry ``dtype`` when set, else this
+        resource's (``auto``: float32 on CPU, bfloat16/float16 on accelerators)."""
+        return spec.dtype if spec.dtype != "auto" else self.dtype

@@ -18,15 +18,19 @@ from typing import Any
 
 import dagster as dg
 
+from sigmap_assets.layout import StorageLayout
 from sigmap_assets.resources import SigmapStorage
 from sigmap_assets.tables import write_json
+
+#: What the functions below take: the storage resource or its layout.
+Storage = SigmapStorage | StorageLayout
 
 #: Metadata key of a skip: text (the whole asset) or JSON ``{what: reason}`` (some partitions).
 SKIPPED = "skipped"
 
 
 def skip_asset(
-    storage: SigmapStorage,
+    storage: Storage,
     asset: str,
     reason: str,
     *,
@@ -46,18 +50,25 @@ def skip_asset(
             path.fs.rm(path.path, recursive=True)
         else:
             shutil.rmtree(path)
-    write_json({"asset": asset, "reason": reason}, storage.layout.stage_skipped(asset))
+    write_json({"asset": asset, "reason": reason}, _layout(storage).stage_skipped(asset))
     return dg.MaterializeResult(metadata={SKIPPED: reason, **(metadata or {})})
 
 
-def asset_ran(storage: SigmapStorage, asset: str) -> None:
+def skip_level(storage: Storage, level: str, reason: str) -> dg.MaterializeResult:
+    """The ``{level}_overlap`` level cannot be computed on this world: its stored matrix and
+    heatmap are removed and the reason recorded."""
+    outputs = _layout(storage).overlap_outputs(level)
+    return skip_asset(storage, f"{level}_overlap", reason, outputs=outputs)
+
+
+def asset_ran(storage: Storage, asset: str) -> None:
     """``asset`` computed its result: clear a skip recorded by an earlier run."""
-    storage.layout.stage_skipped(asset).unlink(missing_ok=True)
+    _layout(storage).stage_skipped(asset).unlink(missing_ok=True)
 
 
-def asset_skip_reason(storage: SigmapStorage, asset: str) -> str | None:
+def asset_skip_reason(storage: Storage, asset: str) -> str | None:
     """Why ``asset`` was skipped in its last materialization (None: it ran)."""
-    path = storage.layout.stage_skipped(asset)
+    path = _layout(storage).stage_skipped(asset)
     return json.loads(path.read_text())["reason"] if path.exists() else None
 
 
@@ -75,3 +86,7 @@ def skips_of(metadata: Mapping[str, Any]) -> dict[str, str]:
     if isinstance(value, Mapping):
         return {str(k): str(v) for k, v in value.items()}
     return {"*": str(value)}
+
+
+def _layout(storage: Storage) -> StorageLayout:
+    return storage if isinstance(storage, StorageLayout) else storage.layout

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sigmap_assets.resources import SigmapStorage
 from sigmap_lib._util import atomic_file, atomic_write_json, json_default
 
 
@@ -36,81 +35,8 @@ def write_json(obj: Any, path: Path) -> Path:
 
 
 def read_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text())
-
-
-def scores_long(storage: SigmapStorage):
-    """The validated long score table (model, model_key, benchmark, benchmark_key, score)."""
-    import polars as pl
-
-    path = storage.layout.scores_table()
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: materialize benchmark_scores first")
-    return pl.read_parquet(path)
-
-
-def catalog_table(storage: SigmapStorage):
-    import polars as pl
-
-    return pl.read_parquet(storage.layout.catalog_table())
-
-
-def read_plan(storage: SigmapStorage) -> dict:
-    """The shard plan ``corpus_manifest`` wrote (``{"shards": [...], "removed": [...]}``;
-    empty before the first run)."""
-    path = storage.layout.corpus_plan()
-    return read_json(path) if path.exists() else {}
-
-
-def current_ranks(storage: SigmapStorage) -> dict:
-    """The coverage ``rank_coverage`` chose: ``{"dir"`` (its identity), ``"models"``,
-    ``"raw_ids"``, ``"shards"`` (key, rank store, units, per used shard), ...``}``."""
-    path = storage.layout.ranks_current()
-    if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: materialize nll_ranks and rank_coverage first")
-    return read_json(path)
-
-
-def open_ranks(storage: SigmapStorage, info: dict | None = None):
-    """The used shards' rank codes of the used models, read as one RankStore."""
-    from sigmap_lib.nll import RankStore, ShardedRanks
-
-    info = current_ranks(storage) if info is None else info
-    stores = [
-        RankStore.open(storage.layout.shard_ranks(s["key"], s["ranks"])) for s in info["shards"]
-    ]
-    return ShardedRanks.from_stores(stores, info["models"])
-
-
-def open_corpus(storage: SigmapStorage, info: dict | None = None):
-    """The used shards' units as one corpus (global unit numbers of the aggregates)."""
-    from sigmap_lib.inputs import ShardedCorpus, ShardStore
-
-    info = current_ranks(storage) if info is None else info
-    return ShardedCorpus(
-        [ShardStore.open(storage.layout.shard_store(s["key"])) for s in info["shards"]]
-    )
-
-
-def cell_dir(storage: SigmapStorage, shard_key: str, model_key: str):
-    """The store of the ``token_nll`` cell completed last (None if there is none)."""
-    path = storage.layout.nll_cell_current(shard_key, model_key)
-    if not path.exists():
-        return None
-    return storage.layout.nll_cell(shard_key, model_key, read_json(path)["fingerprint"])
-
-
-def open_nll_arrays(
-    storage: SigmapStorage, model_keys: list[str], info: dict | None = None
-) -> list:
-    """Per model, its NLL over the used shards (one lazily concatenated array each)."""
-    from sigmap_lib.nll import ConcatArray, NLLStore
-
-    info = current_ranks(storage) if info is None else info
-    return [
-        ConcatArray([NLLStore.open(cell_dir(storage, s["key"], k)).array for s in info["shards"]])
-        for k in model_keys
-    ]
+    """The JSON document stored at ``path``."""
+    return json.loads((Path(path) if isinstance(path, str) else path).read_text())
 
 
 def fit_item_tables(world: Any, benchmarks: list[str]) -> tuple[dict, dict]:

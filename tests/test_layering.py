@@ -284,3 +284,56 @@ def test_checks_can_fail(tmp_path: Path) -> None:
         (2, "sigmap_lib.nll._ranks"),
         (3, "sigmap_lib.irt"),
     ]
+
+
+def dagster_imports(path: Path) -> list[tuple[int, str]]:
+    """``(line, module)`` of every ``sigmap_assets.defs`` module ``path`` imports."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "sigmap_assets.defs"
+        ):
+            out.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            out += [
+                (node.lineno, a.name) for a in node.names if a.name.startswith("sigmap_assets.defs")
+            ]
+    return out
+
+
+def foreign_asset_imports(path: Path, imports: list[tuple[int, str]]) -> list[str]:
+    """Imports of another group's modules, or of any asset module from an asset module: a
+    group's checks and sensors may import its own assets; shared helpers live outside
+    ``defs``."""
+    group = path.parent.name
+    bad = []
+    for line, module in imports:
+        parts = module.split(".")
+        other_group = len(parts) > 2 and parts[2] != group
+        if other_group or (path.name == "assets.py" and module.endswith(".assets")):
+            bad.append(f"{path.relative_to(ASSETS.parent)}:{line}: imports {module}")
+    return bad
+
+
+def test_asset_modules_import_no_other_asset_module() -> None:
+    bad = []
+    for path in sorted((ASSETS / "defs").rglob("*.py")):
+        bad += foreign_asset_imports(path, dagster_imports(path))
+    assert not bad, "defs modules reaching into other groups:\n" + "\n".join(bad)
+
+
+def test_foreign_asset_imports_can_fail(tmp_path: Path) -> None:
+    f = tmp_path / "overlap" / "assets.py"
+    f.parent.mkdir()
+    f.write_text(
+        "from sigmap_assets.defs.signatures.assets import x\n"
+        "def g():\n    from sigmap_assets.defs.overlap.report import y\n"
+    )
+    imports = dagster_imports(f)
+    assert imports == [
+        (1, "sigmap_assets.defs.signatures.assets"),
+        (3, "sigmap_assets.defs.overlap.report"),
+    ]
+    checks = ASSETS / "defs" / "overlap" / "checks.py"
+    assert foreign_asset_imports(checks, [(1, "sigmap_assets.defs.overlap.assets")]) == []
+    assert len(foreign_asset_imports(checks, [(2, "sigmap_assets.defs.models.assets")])) == 1

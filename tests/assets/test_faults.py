@@ -220,9 +220,9 @@ def test_sigkill_from_outside_mid_run_then_resume_is_bit_identical(
 
 # ------------------------------------------------------------------ 2. corrupted chunk
 def _nll_dir(project: Project, key: str, shard: int = 0) -> Path:
-    from sigmap_assets.tables import cell_dir
+    from sigmap_assets.state import StoredState
 
-    d = cell_dir(project.storage, project.keys("shards")[shard], key)
+    d = StoredState.read(project.storage).cell_dir(project.keys("shards")[shard], key)
     return Path(d) if d is not None else Path(project.storage.layout.path("nll", "none", key))
 
 
@@ -358,15 +358,14 @@ def test_two_partitions_at_once_write_disjoint_complete_stores(
     for t in threads:
         t.join(timeout=240)
     assert not errors, errors
-    from sigmap_assets.tables import read_plan
-    from sigmap_lib.inputs import ShardSpec, read_registry, shard_offsets
+    from sigmap_assets.state import StoredState
+    from sigmap_lib.inputs import read_registry, shard_offsets
 
     sources = {s.key: s.nll_source for s in read_registry(Path(project.world.path) / "models.yaml")}
-    plan = [ShardSpec.from_dict(d) for d in read_plan(project.storage)["shards"]]
+    state = StoredState.read(project.storage)
+    plan = list(state.plan)
     offsets = shard_offsets(plan)
-    from sigmap_assets.tables import cell_dir
-
-    dirs = [Path(cell_dir(project.storage, s, k)) for k, s in cells]
+    dirs = [Path(state.cell_dir(s, k)) for k, s in cells]
     assert len(set(dirs)) == len(dirs)
     for (k, s), d in zip(cells, dirs):
         n = NLLStore.open(d).n_units

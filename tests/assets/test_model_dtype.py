@@ -8,7 +8,7 @@ from pathlib import Path
 
 import torch
 
-from sigmap_assets.defs.models.assets import loaded_model, scoring_dtype
+from sigmap_assets.defs.models.assets import loaded_model
 from sigmap_assets.resources import ComputeResource
 from sigmap_lib.inputs import ModelSpec
 from sigmap_lib.nll import model_fingerprint
@@ -18,14 +18,12 @@ def test_registry_dtype_is_what_the_model_is_loaded_in(tiny_gpt2: Path) -> None:
     compute = ComputeResource(device="cpu", dtype="auto", threads=1)
     auto = ModelSpec(id="local/tiny", key="local__tiny", path=tiny_gpt2)
     bf16 = ModelSpec(id="local/tiny", key="local__tiny", path=tiny_gpt2, dtype="bfloat16")
-    assert scoring_dtype(auto, compute) == "auto"
-    assert scoring_dtype(bf16, compute) == "bfloat16"
-    assert scoring_dtype(auto, ComputeResource(dtype="float16")) == "float16"
+    assert compute.scoring_dtype(auto) == "auto"
+    assert compute.scoring_dtype(bf16) == "bfloat16"
+    assert ComputeResource(dtype="float16").scoring_dtype(auto) == "float16"
     model, _ = loaded_model(bf16, compute, None, "fp-bf16")
     assert next(model.parameters()).dtype == torch.bfloat16
     model, _ = loaded_model(auto, compute, None, "fp-auto")
     assert next(model.parameters()).dtype == torch.float32  # auto on CPU
-    fps = {
-        model_fingerprint(s, settings={"dtype": scoring_dtype(s, compute)}) for s in (auto, bf16)
-    }
+    fps = {model_fingerprint(s, settings={"dtype": compute.scoring_dtype(s)}) for s in (auto, bf16)}
     assert len(fps) == 2

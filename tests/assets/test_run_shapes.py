@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from sigmap_assets.defs.corpus.assets import SHARD_DATA_VERSION
-from sigmap_assets.tables import cell_dir, read_plan
+from sigmap_assets.state import StoredState
 from sigmap_lib.inputs import ShardStore, read_registry
 from sigmap_lib.nll import NLLStore
 from tests.assets.harness import RANGE_END, RANGE_START, Project
@@ -74,7 +74,7 @@ def add_files(world: Path, n_files: int) -> None:
 
 
 def plan(project: Project) -> dict[str, dict]:
-    return {d["key"]: d for d in read_plan(project.storage).get("shards", [])}
+    return {s.key: s.to_dict() for s in StoredState.read(project.storage).plan}
 
 
 def shard_events(results: list[dg.ExecuteInProcessResult]) -> dict[str, dg.AssetMaterialization]:
@@ -179,7 +179,7 @@ def test_materialize_all_over_more_shards_than_one_run_holds(
     model = project.keys("models")[0]
     assert all(r.success for r in project.backfill("token_nll", project.cells([model])))
     got = np.concatenate(
-        [NLLStore.open(cell_dir(project.storage, k, model)).array[:] for k in keys]
+        [NLLStore.open(StoredState.read(project.storage).cell_dir(k, model)).array[:] for k in keys]
     )
     raw = next(s for s in read_registry(synthetic_world / "models.yaml") if s.key == model)
     want = np.load(raw.nll_source)

@@ -145,15 +145,16 @@ def test_a_changed_file_recomputes_only_its_shards_and_old_values_never_mix(
 
     # sigmap gc: the old shard's data is unused; removing it leaves everything current intact
     from sigmap_assets.gc import remove, unused_paths
-    from sigmap_assets.tables import open_corpus, open_nll_arrays, open_ranks
+    from sigmap_assets.state import StoredState
 
     unused = unused_paths(project.storage)
     names = {p.name for p, _ in unused}
     assert shards0[1] in names and shards0[0] not in names and shards1[1] not in names
     assert remove(unused) > 0 and unused_paths(project.storage) == []
-    ranks = open_ranks(project.storage)
-    assert ranks.n_units == open_corpus(project.storage).n_units
-    assert len(open_nll_arrays(project.storage, cov["models"][:1])[0]) == ranks.n_units
+    state = StoredState.read(project.storage)
+    ranks = state.open_ranks()
+    assert ranks.n_units == state.open_corpus().n_units
+    assert len(state.open_nll_arrays(cov["models"][:1])[0]) == ranks.n_units
 
 
 def test_coverage_uses_complete_cells_and_reports_the_missing_ones(project: Project) -> None:
@@ -201,8 +202,7 @@ def test_storage_root_of_the_old_layout_is_refused_with_what_to_do(project: Proj
 def test_sharded_signatures_equal_the_monolithic_ones(project: Project, n_shards: int) -> None:
     """Screening merged from per-shard partials and signatures over the sharded view are the
     ones computed on one rank store of all units (built here from the same NLL)."""
-    from sigmap_assets.defs.signatures.assets import score_matrix
-    from sigmap_assets.tables import current_ranks, open_corpus, open_nll_arrays
+    from sigmap_assets.state import StoredState
     from sigmap_lib.nll import build_rank_store
     from sigmap_lib.signatures import extract_signatures, screen
 
@@ -210,13 +210,14 @@ def test_sharded_signatures_equal_the_monolithic_ones(project: Project, n_shards
         "ops": {"corpus_manifest": {"config": {"shard_units": 3000 // n_shards}}}
     }
     project.through("signatures")
-    info = current_ranks(project.storage)
-    assert len(info["shards"]) == n_shards
+    state = StoredState.read(project.storage)
+    models = list(state.current.models)
+    assert len(state.current.shards) == n_shards
     bench = project.keys("benchmarks")
-    arrays = [np.asarray(a) for a in open_nll_arrays(project.storage, info["models"])]
-    nbytes = np.asarray(open_corpus(project.storage).unit_nbytes)
-    whole = build_rank_store(arrays, info["models"], nbytes, Path(project.storage.root) / "whole")
-    y = score_matrix(project.storage, info["models"], bench)
+    arrays = [np.asarray(a) for a in state.open_nll_arrays()]
+    nbytes = np.asarray(state.open_corpus().unit_nbytes)
+    whole = build_rank_store(arrays, models, nbytes, Path(project.storage.root) / "whole")
+    y = state.score_matrix(bench)
     for key, res in zip(bench, screen(whole, y, q=0.01)):
         got = pl.read_parquet(project.storage.layout.screening_candidates(key))
         assert got["unit"].to_list() == res.indices.tolist(), key

@@ -81,11 +81,10 @@ def benchmark_scores(
     Sources: `scores.yaml` in the world (a list of specs: leaderboard CSVs, long/wide
     tables, lm-evaluation-harness result folders) if present, else `scores.csv` (wide).
     """
-    import polars as pl
     import yaml
 
-    from sigmap_lib.inputs import benchmark_slug, read_catalog, read_registry
-    from sigmap_lib.inputs.scores import apply_model_match, match_models, read_score_sources
+    from sigmap_lib.inputs import read_catalog, read_registry
+    from sigmap_lib.inputs.scores import keyed_scores, read_score_sources, score_summary
 
     catalog = read_catalog(world.file("catalog.yaml"))
     sources_file = world.file("scores.yaml")
@@ -102,32 +101,14 @@ def benchmark_scores(
         strict=config.strict,
         base_dir=base,
     )
-    specs_reg = read_registry(world.file("models.yaml"))
-    match = match_models(long["model"].unique().to_list(), [s.id for s in specs_reg])
-    matched = apply_model_match(long, match, drop_unmatched=False)
-    keys = {s.id: s.key for s in specs_reg}
-    table = matched.with_columns(
-        pl.col("model").replace_strict(keys, default=None).alias("model_key"),
-        pl.col("benchmark")
-        .map_elements(benchmark_slug, return_dtype=pl.String)
-        .alias("benchmark_key"),
-    ).select("model", "model_key", "benchmark", "benchmark_key", "score")
+    registry = {s.id: s.key for s in read_registry(world.file("models.yaml"))}
+    table, match = keyed_scores(long, registry)
     out = write_parquet(table, storage.layout.scores_table())
     write_json(
         {"validation": validation.to_metadata(), "match": match.to_metadata()},
         storage.layout.scores_report(),
     )
-    summary = (
-        table.group_by("benchmark")
-        .agg(
-            pl.len().alias("models"),
-            pl.col("score").mean().alias("mean"),
-            pl.col("score").std().alias("sd"),
-            pl.col("score").min().alias("min"),
-            pl.col("score").max().alias("max"),
-        )
-        .sort("benchmark")
-    )
+    summary = score_summary(table)
     fp = hashlib.sha256(table.sort("model", "benchmark").write_csv().encode()).hexdigest()[:16]
     scored = set(table["benchmark"].to_list())
     skipped = {  # catalog benchmarks the later stages will not see, with the reason
@@ -173,11 +154,10 @@ def benchmark_items(
         if key not in catalog:
             raise dg.Failure(f"benchmark partition {key!r} is not in {world.file('catalog.yaml')}")
         b = catalog[key]
-        out_dir = storage.layout.items_dir(key)
         row = {"benchmark": b.name, "questions": 0, "models": 0, "items_with_responses": 0}
         if b.items:
             q = read_questions(b.items)
-            write_parquet(q, out_dir / "questions.parquet")
+            write_parquet(q, storage.layout.item_questions(key))
             row["questions"] = q.height
         else:  # stored copies follow the catalog: an entry removed there is removed here
             storage.layout.item_questions(key).unlink(missing_ok=True)
@@ -188,11 +168,11 @@ def benchmark_items(
             frame = pl.DataFrame({"model": r.models}).hstack(
                 pl.DataFrame(r.matrix, schema=list(r.item_ids), orient="row")
             )
-            write_parquet(frame, out_dir / "responses.parquet")
+            write_parquet(frame, storage.layout.item_responses(key))
             row["models"] = len(r.models)
             row["items_with_responses"] = len(r.item_ids)
             row["mean_correct"] = float(r.matrix.mean())
-        write_json(row, out_dir / "summary.json")
+        write_json(row, storage.layout.item_summary(key))
         rows.append(row)
     return dg.MaterializeResult(
         metadata={

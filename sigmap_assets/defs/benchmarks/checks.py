@@ -4,7 +4,7 @@ import dagster as dg
 
 from sigmap_assets.defs.benchmarks.assets import benchmark_scores
 from sigmap_assets.resources import SigmapStorage, WorldResource
-from sigmap_assets.tables import read_plan, scores_long
+from sigmap_assets.state import StoredState
 
 
 @dg.asset_check(
@@ -18,7 +18,7 @@ def scores_within_range(world: WorldResource, storage: SigmapStorage) -> dg.Asse
     from sigmap_lib.inputs import read_catalog
 
     catalog = read_catalog(world.file("catalog.yaml"))
-    table = scores_long(storage)
+    table = StoredState.read(storage).scores
     bad = []
     for row in table.iter_rows(named=True):
         b = catalog.get(row["benchmark"])
@@ -40,19 +40,17 @@ def scores_within_range(world: WorldResource, storage: SigmapStorage) -> dg.Asse
 def scored_models_have_nll(world: WorldResource, storage: SigmapStorage) -> dg.AssetCheckResult:
     import polars as pl
 
-    from sigmap_assets.defs.models.assets import complete_cell
     from sigmap_lib.inputs import read_registry
 
-    shards = [s["key"] for s in read_plan(storage).get("shards", [])]
+    state = StoredState.read(storage)
+    shards = state.shard_keys
     specs = read_registry(world.file("models.yaml"))
     with_nll = {
         s.key
         for s in specs
-        if shards and all(complete_cell(storage, sh, s.key) is not None for sh in shards)
+        if shards and all(state.complete_cell(sh, s.key) is not None for sh in shards)
     }
-    scored = set(
-        scores_long(storage).filter(pl.col("model_key").is_not_null())["model_key"].to_list()
-    )
+    scored = set(state.scores.filter(pl.col("model_key").is_not_null())["model_key"].to_list())
     scored_without_nll = sorted(scored - with_nll)
     nll_without_scores = sorted(with_nll - scored)
     return dg.AssetCheckResult(

@@ -8,7 +8,8 @@ from sigmap_assets.automation import automated, new_partition_condition
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
-from sigmap_assets.tables import read_plan, write_json, write_parquet
+from sigmap_assets.state import StoredState
+from sigmap_assets.tables import write_json, write_parquet
 
 
 class CorpusConfig(dg.Config):
@@ -45,7 +46,7 @@ def corpus_manifest(
     leave the `shards` partitions (their data is kept). Adds the new `shards` partitions."""
     import polars as pl
 
-    from sigmap_lib.inputs import ShardSpec, diff_plans, plan_corpus
+    from sigmap_lib.inputs import corpus_file_rows, diff_plans, plan_corpus
     from sigmap_lib.worlds import check_world
 
     why = legacy_root_message(storage)
@@ -57,28 +58,16 @@ def corpus_manifest(
             "shard; default 65536, sizing rule in docs/FORMATS.md)"
         )
     layout = check_world(world.root())
-    rows = []
-    for p in layout.corpus_files:
-        h = hashlib.sha256()
-        with open(p, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                h.update(block)
-        rows.append(
-            {
-                "file": str(p.relative_to(layout.corpus)),
-                "format": p.suffix.lstrip("."),
-                "bytes": p.stat().st_size,
-                "sha256": h.hexdigest(),
-            }
-        )
-    previous = [ShardSpec.from_dict(d) for d in read_plan(storage).get("shards", [])]
+    rows = corpus_file_rows(layout.corpus, layout.corpus_files)
+    state = StoredState.read(storage)
+    previous = list(state.plan)
     plan = plan_corpus(layout.corpus, target_units=config.shard_units, previous=previous)
     diff = diff_plans(previous, plan)
     write_parquet(pl.DataFrame(rows), storage.layout.corpus_manifest())
     write_json(
         {
             "shards": [s.to_dict() for s in plan],
-            "removed": sorted(set(read_plan(storage).get("removed", [])) | set(diff.removed)),
+            "removed": sorted(set(state.removed) | set(diff.removed)),
             "shard_units": config.shard_units,
         },
         storage.layout.corpus_plan(),
@@ -140,10 +129,10 @@ def corpus_shard(
     shard gets its own metadata. A shard key names its content, so a stored shard is never
     rewritten; a file changed since planning is an error naming it (the shards the run
     wrote before it stay stored and are reused when the run is retried)."""
-    plan = {d["key"]: d for d in read_plan(storage).get("shards", [])}
+    state = StoredState.read(storage)
     rows = []
     for key in context.partition_keys:
-        meta = build_shard(plan, key, world, storage)
+        meta = build_shard(state, key, world)
         context.add_asset_metadata(meta, partition_key=key)
         rows.append({"shard": key, **{k: meta[k] for k in ("file", "units", "reused")}})
     return dg.MaterializeResult(
@@ -152,12 +141,12 @@ def corpus_shard(
     )
 
 
-def build_shard(plan: dict, key: str, world: WorldResource, storage: SigmapStorage) -> dict:
+def build_shard(state: StoredState, key: str, world: WorldResource) -> dict:
     """Write (or reuse) the store of shard ``key``; its materialization metadata."""
     from sigmap_lib.inputs import ShardStore, write_shard_store
 
-    spec = shard_spec(plan, key, storage)
-    out = storage.layout.shard_store(key)
+    spec = shard_spec(state, key)
+    out = state.layout.shard_store(key)
     try:
         store = ShardStore.open(out)
         reused = store.spec == spec
@@ -181,14 +170,12 @@ def build_shard(plan: dict, key: str, world: WorldResource, storage: SigmapStora
     }
 
 
-def shard_spec(plan: dict, key: str, storage: SigmapStorage):
-    """The plan entry of shard ``key`` (``plan``: the stored plan's entries by key); a
-    Failure naming the plan when it is not there."""
-    from sigmap_lib.inputs import ShardSpec
-
-    if key in plan:
-        return ShardSpec.from_dict(plan[key])
+def shard_spec(state: StoredState, key: str):
+    """The plan entry of shard ``key``; a Failure naming the plan when it is not there."""
+    spec = state.shard_spec(key)
+    if spec is not None:
+        return spec
     raise dg.Failure(
-        f"shard {key!r} is not in the current plan {storage.layout.corpus_plan()} "
+        f"shard {key!r} is not in the current plan {state.layout.corpus_plan()} "
         "(its file was removed or changed; materialize corpus_manifest)"
     )

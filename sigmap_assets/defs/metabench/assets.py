@@ -18,7 +18,8 @@ from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import asset_ran, asset_skip_reason, skip_asset, skipped_partitions
-from sigmap_assets.tables import catalog_table, write_json
+from sigmap_assets.state import StoredState
+from sigmap_assets.tables import write_json
 from sigmap_lib.errors import SigmapInputError
 
 
@@ -54,7 +55,7 @@ def load_responses(storage: SigmapStorage):
     from sigmap_lib.metabench import full_scores
 
     out = {}
-    for key in catalog_table(storage)["key"].to_list():
+    for key in StoredState.read(storage).benchmark_keys:
         p = storage.layout.item_responses(key)
         if p.exists():
             df = pd.read_parquet(p).set_index("model")
@@ -310,6 +311,22 @@ def write_fit_tasks(fit, world: WorldResource, storage: SigmapStorage, context) 
     )
 
 
+def benchmark_fits(storage: SigmapStorage, responses: dict) -> tuple[dict, dict]:
+    """Each catalog benchmark's distilled fit (``metabench_selection``), or why it has none."""
+    from sigmap_lib.metabench import load_benchmark_fit
+
+    fits, skipped = {}, {}
+    for key in StoredState.read(storage).benchmark_keys:
+        d = mb_dir(storage, key, "selection")
+        if skip_reason(storage, key):
+            skipped[key] = skip_reason(storage, key)
+        elif key not in responses:
+            skipped[key] = "no item responses (catalog `responses:`)"
+        elif (d / "metabench.json").exists():
+            fits[key] = load_benchmark_fit(d)
+    return fits, skipped
+
+
 @dg.asset(
     group_name="metabench",
     deps=[dg.AssetDep(metabench_selection, partition_mapping=dg.AllPartitionMapping())],
@@ -327,28 +344,16 @@ def metabench(
     (parquet + JSONL for an lm-eval-harness task) and a report."""
     import pandas as pd
 
-    from sigmap_lib.metabench import MetabenchFit, export_items, fit_joint, load_benchmark_fit
-    from sigmap_lib.reporting import (
-        Section,
-        plot_reconstruction,
-        plot_test_information,
-        render_html_report,
-    )
+    from sigmap_lib.metabench import MetabenchFit, export_items, fit_joint
+    from sigmap_lib.reporting import metabench_report
 
+    layout = storage.layout
     responses, full = load_responses(storage)
-    fits, skipped = {}, {}
-    for key in catalog_table(storage)["key"].to_list():
-        d = mb_dir(storage, key, "selection")
-        if skip_reason(storage, key):
-            skipped[key] = skip_reason(storage, key)
-        elif key not in responses:
-            skipped[key] = "no item responses (catalog `responses:`)"
-        elif (d / "metabench.json").exists():
-            fits[key] = load_benchmark_fit(d)
+    fits, skipped = benchmark_fits(storage, responses)
     if not fits:
         return skip_metabench(storage, skipped)
     asset_ran(storage, "metabench")
-    split = pd.read_parquet(storage.layout.metabench_split())["split"]
+    split = pd.read_parquet(layout.metabench_split())["split"]
     joint, joint_error = None, None
     if len(fits) >= 2:
         try:
@@ -358,80 +363,41 @@ def metabench(
     fit = MetabenchFit(
         config=config.lib_config(world), seed=config.seed, split=split, benchmarks=fits, joint=joint
     )
-    fit.save(storage.layout.metabench_fit())
-    questions = {}
-    for key in fits:
-        q = storage.layout.item_questions(key)
-        if q.exists():
-            questions[key] = pd.read_parquet(q)
-    exported = export_items(fit, questions, storage.layout.metabench_export(), list(questions))
+    fit.save(layout.metabench_fit())
+    questions = {k: pd.read_parquet(q) for k in fits if (q := layout.item_questions(k)).exists()}
+    exported = export_items(fit, questions, layout.metabench_export(), list(questions))
     not_exported = {k: "no question texts (catalog `items:`)" for k in fits if k not in questions}
     tasks_dir = write_fit_tasks(fit, world, storage, context)
-    plots = storage.layout.plots_dir()
-    rec_png = plot_reconstruction(fit, plots / "metabench_reconstruction.png")
-    info_png = plot_test_information(fit, plots / "metabench_information.png")
-    table = fit.rmse_table()
     n_items = sum(r.shape[1] for k, r in responses.items() if k in fits)
-    summary = {
-        "benchmarks": list(fits),
-        "items_total": int(n_items),
-        "items_selected": fit.n_selected,
-        "compression_pct": 100.0 * fit.n_selected / max(n_items, 1),
-        "test_rmse": fit.test_rmse,
-        "grand_test_rmse": fit.grand_test_rmse,
-        "factor_spearman_with_grand": float(joint.factor_spearman) if joint is not None else None,
-    }
-    summary["skipped_benchmarks"] = skipped
-    summary["joint_error"] = joint_error
-    # which joint model predicts the grand score (GAM, or the guard's ridge) and why
-    summary["joint_model"] = joint.joint_models.get("grand") if joint is not None else None
-    write_json(summary, storage.layout.report("metabench_summary.json"))
-    sections = [
-        Section(
-            "Summary",
-            f"{fit.n_selected} of {n_items} items kept ({summary['compression_pct']:.1f}%). "
-            f"Grand-score test RMSE {fit.grand_test_rmse:.3g} points; one-factor Spearman with the grand score "
-            f"{summary['factor_spearman_with_grand']}. Each benchmark's score is reconstructed "
-            "by a GAM on θ, plus the selected items' percent correct and linear predictor when "
-            "cross-validation prefers them (`covariates`); `test_rmse_theta` is θ alone, and "
-            "`random_test_rmse` reconstructs random same-size subsets from the same summaries.",
-            tables=[("per benchmark", table)],
-        ),
-        Section("Reconstruction", images=[("reconstructed vs true (test models)", rec_png)]),
-        Section("Test information", images=[("test information curves", info_png)]),
-    ]
-    if joint is not None:
-        sections.append(
-            Section(
-                "Joint reconstruction",
-                "Each benchmark's score from all θs jointly, and the grand score.",
-                tables=[("RMSE (points)", joint.rmse_table.reset_index(names="target"))],
-            )
-        )
-    if skipped or not_exported:
-        rows = [{"benchmark": k, "skipped": v} for k, v in skipped.items()]
-        rows += [{"benchmark": k, "skipped": f"distilled, items not exported: {v}"}
-                 for k, v in not_exported.items()]  # fmt: skip
-        sections.append(Section("Skipped", "Benchmarks left out, each with its reason.",
-                                tables=[("benchmarks", rows)]))  # fmt: skip
-    html = render_html_report(
-        sections, storage.layout.report("metabench_report.html"), title="sigmap — metabench"
+    report = metabench_report(
+        fit,
+        n_items,
+        layout.plots_dir(),
+        layout.metabench_report(),
+        skipped=skipped,
+        not_exported=not_exported,
+        joint_error=joint_error,
     )
+    write_json(report.summary, layout.metabench_summary())
     return dg.MaterializeResult(
         metadata={
             **skipped_partitions(skipped),
             "items_selected": fit.n_selected,
             "skipped_benchmarks": dg.MetadataValue.json(skipped),
             "items_total": int(n_items),
-            "compression_pct": round(summary["compression_pct"], 2),
+            "compression_pct": round(report.summary["compression_pct"], 2),
             "grand_test_rmse": fit.grand_test_rmse,
-            "rmse": dg.MetadataValue.md(md_table(table.to_dict(orient="records"), max_rows=50)),
-            "reconstruction": dg.MetadataValue.md(image_md(rec_png, "reconstructed vs true")),
-            "information": dg.MetadataValue.md(image_md(info_png, "test information")),
+            "rmse": dg.MetadataValue.md(
+                md_table(report.table.to_dict(orient="records"), max_rows=50)
+            ),
+            "reconstruction": dg.MetadataValue.md(
+                image_md(report.reconstruction, "reconstructed vs true")
+            ),
+            "information": dg.MetadataValue.md(image_md(report.information, "test information")),
             "export": dg.MetadataValue.json({k: str(v) for k, v in exported.items()}),
             "not_exported": dg.MetadataValue.json(not_exported),
             "lm_eval_tasks": dg.MetadataValue.path(str(tasks_dir or "(no loglikelihood items)")),
-            "report": dg.MetadataValue.path(str(html)),
+            "report": dg.MetadataValue.path(str(report.html)),
         }
     )
 
@@ -457,7 +423,7 @@ def skip_metabench(storage: SigmapStorage, skipped: dict[str, str]) -> dg.Materi
                 tables=[("benchmarks", rows)],
             )
         ],
-        storage.layout.report("metabench_report.html"),
+        storage.layout.metabench_report(),
         title="sigmap — metabench",
     )
     layout = storage.layout
@@ -469,7 +435,7 @@ def skip_metabench(storage: SigmapStorage, skipped: dict[str, str]) -> dg.Materi
             layout.metabench_fit(),
             layout.metabench_export(),
             layout.metabench_tasks(),
-            layout.report("metabench_summary.json"),
+            layout.metabench_summary(),
         ],
         metadata={
             "report": dg.MetadataValue.path(str(html)),

@@ -18,7 +18,7 @@ RMSE_CEILING_ENV = "SIGMAP_METABENCH_RMSE_CEILING"
 )
 def metabench_rmse_under_ceiling(storage: SigmapStorage) -> dg.AssetCheckResult:
     ceiling = float(os.environ.get(RMSE_CEILING_ENV, "10"))
-    summary = json.loads(storage.layout.report("metabench_summary.json").read_text())
+    summary = json.loads(storage.layout.metabench_summary().read_text())
     rmse = dict(summary["test_rmse"])
     grand = summary.get("grand_test_rmse")
     if grand is not None and grand == grand:  # NaN when the joint fit was not possible

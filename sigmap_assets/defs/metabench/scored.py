@@ -62,7 +62,7 @@ def scored_models(
     logs = read_lm_eval_answers(folder, fit_rules(scorer.items, storage.layout.metabench_tasks()))
     results = scorer.score(logs.answers)
     write_json({"folder": str(folder), "models": results}, storage.layout.scored_model(key))
-    png = plot_scored_models(fit, results, storage.layout.plot(f"scored_{key}.png"))
+    png = plot_scored_models(fit, results, storage.layout.scored_plot(key))
     rows = [
         {
             "model": r["model"],

@@ -6,13 +6,14 @@ import json
 import time
 
 import dagster as dg
-import numpy as np
 
 from sigmap_assets.automation import aggregate_condition, automated, cell_condition
+from sigmap_assets.layout import StorageLayout
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import BY_SHARD, cells_partitions, shards_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
-from sigmap_assets.tables import cell_dir, read_json, read_plan, write_json, write_parquet
+from sigmap_assets.state import CurrentRanks, StoredState, UsedShard
+from sigmap_assets.tables import write_json, write_parquet
 
 GPU_OP_TAGS = {
     "dagster-k8s/config": {
@@ -91,61 +92,12 @@ def registry_keys(world: WorldResource) -> tuple[list[str], dict[str, str]]:
     return [s.key for s in specs], {s.key: s.id for s in specs}
 
 
-def cell_fingerprint(storage: SigmapStorage, compute: ComputeResource, spec, shard_key: str) -> str:
-    """The key of a cell's values besides the shard: the model's files and scoring settings
-    (``sigmap_lib.nll.model_fingerprint``), or, for imported NLL, the shard's slice of it."""
-    from sigmap_lib.nll import model_fingerprint
-
-    if spec.nll_source:
-        from sigmap_lib.inputs import ShardSpec, shard_offsets
-
-        plan = [ShardSpec.from_dict(d) for d in read_plan(storage).get("shards", [])]
-        spec_s = next((s for s in plan if s.key == shard_key), None)
-        h = hashlib.sha256(f"import|{spec.id}|{spec.nll_source.name}".encode())
-        if spec_s is not None and spec.nll_source.exists():
-            from sigmap_lib.nll import open_nll_source
-
-            values = open_nll_source(spec.nll_source)
-            lo = shard_offsets(plan)[shard_key]
-            h.update(np.ascontiguousarray(values[lo : lo + spec_s.n_units]).tobytes())
-        return h.hexdigest()[:16]
-    return model_fingerprint(
-        spec,
-        settings={"dtype": scoring_dtype(spec, compute)},
-        cache_path=storage.layout.fingerprint_cache() if storage.layout.is_local else None,
-    )
-
-
-def scoring_dtype(spec, compute: ComputeResource) -> str:
-    """The dtype a model is scored in: its registry ``dtype`` when set, else the compute
-    resource's (``auto``: float32 on CPU, bfloat16/float16 on accelerators)."""
-    return spec.dtype if spec.dtype != "auto" else compute.dtype
-
-
-def complete_cell(storage: SigmapStorage, shard_key: str, model_key: str, fingerprint=None):
-    """The NLL store of a complete cell (every block committed), else None: the latest one,
-    or the one of ``fingerprint``."""
-    from sigmap_lib.nll import NLLStore
-
-    d = (
-        cell_dir(storage, shard_key, model_key)
-        if fingerprint is None
-        else storage.layout.nll_cell(shard_key, model_key, fingerprint)
-    )
-    if d is None or not d.exists():
-        return None
-    try:
-        st = NLLStore.open(d)
-    except Exception:
-        return None
-    return st if st.is_complete() else None
-
-
-def open_shard(storage: SigmapStorage, shard_key: str):
+def open_shard(state: StoredState, shard_key: str):
+    """The shard's store; a Dagster failure naming the step to run when it is missing."""
     from sigmap_lib.inputs import ShardStore
 
     try:
-        return ShardStore.open(storage.layout.shard_store(shard_key))
+        return ShardStore.open(state.layout.shard_store(shard_key))
     except Exception as exc:
         raise dg.Failure(
             f"shard {shard_key}: no shard store ({exc}); materialize corpus_shard[{shard_key}]"
@@ -179,37 +131,33 @@ def token_nll(
     cell = cells_partitions.get_partition_key_from_str(str(context.partition_key))
     key, shard_key = cell.keys_by_dimension["model"], cell.keys_by_dimension["shard"]
     spec = registry_row(world, key)
-    shard = open_shard(storage, shard_key)
+    state = StoredState.read(storage)
     t0 = time.perf_counter()
-    fp = cell_fingerprint(storage, compute, spec, shard_key)
-    out = storage.layout.nll_cell(shard_key, key, fp)
-    done = complete_cell(storage, shard_key, key, fp)
-    if done is not None and not done.verify():  # complete for this key: the model is not loaded
-        stats = {"reused": True, "units": done.n_units}
+    cell = state.token_cell(spec, shard_key, compute.scoring_dtype(spec))
+    shard = open_shard(state, shard_key)
+    fp, out = cell.fingerprint, cell.out
+    if cell.done is not None and not cell.done.verify():  # complete: the model is not loaded
+        stats = {"reused": True, "units": cell.done.n_units}
     elif spec.nll_source:
-        from sigmap_lib.inputs import ShardSpec, shard_offsets
         from sigmap_lib.nll import import_nll
 
-        plan = [ShardSpec.from_dict(d) for d in read_plan(storage)["shards"]]
         stats = import_nll(
             spec.nll_source,
             shard,
             out,
             model_id=spec.id,
-            unit_offset=shard_offsets(plan)[shard_key],
-            total_units=sum(s.n_units for s in plan),
+            unit_offset=cell.unit_offset,
+            total_units=cell.total_units,
         )
     else:
-        stats = score_cell(context, spec, shard, out, storage, compute, fp)
+        stats = score_cell(context, spec, shard, out, state.layout, compute, fp)
     stats = dict(stats)
     stats["seconds"] = round(time.perf_counter() - t0, 2)
     meta = {"model": spec.id, "shard": shard_key, "store": dg.MetadataValue.path(str(out))}
     for k, v in stats.items():
         if isinstance(v, (int, float, str, bool)):
             meta[k] = v
-    write_json(
-        {"fingerprint": fp, "model": spec.id}, storage.layout.nll_cell_current(shard_key, key)
-    )
+    write_json({"fingerprint": fp, "model": spec.id}, state.layout.nll_cell_current(shard_key, key))
     meta["fingerprint"] = fp
     checksums = NLLStore.open(out).checksums
     version = hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()[:16]
@@ -224,7 +172,7 @@ _LAST_MODEL: dict = {}
 def loaded_model(spec, compute: ComputeResource, gguf_cache, fingerprint: str):
     from sigmap_lib.nll import load_model
 
-    dtype = scoring_dtype(spec, compute)
+    dtype = compute.scoring_dtype(spec)
     key = (fingerprint, spec.source, compute.device, dtype, str(gguf_cache))
     if _LAST_MODEL.get("key") != key:
         _LAST_MODEL.clear()  # drop the previous model before loading the next
@@ -240,7 +188,7 @@ def loaded_model(spec, compute: ComputeResource, gguf_cache, fingerprint: str):
 
 
 def score_cell(
-    context, spec, shard, out, storage: SigmapStorage, compute: ComputeResource, fingerprint: str
+    context, spec, shard, out, layout: StorageLayout, compute: ComputeResource, fingerprint: str
 ) -> dict:
     """Load the model and score the shard's pending blocks into the cell's store."""
     from sigmap_lib.nll import score_corpus
@@ -251,11 +199,11 @@ def score_cell(
         torch.set_num_threads(compute.threads)
     gguf_cache = None
     if spec.gguf is not None:
-        if storage.layout.is_local:
-            gguf_cache = storage.layout.gguf_cache()
+        if layout.is_local:
+            gguf_cache = layout.gguf_cache()
         else:
             context.log.info(
-                f"{spec.id}: storage root {storage.root} is not local; the GGUF file is "
+                f"{spec.id}: storage root {layout.root} is not local; the GGUF file is "
                 "dequantized in memory (no cache)"
             )
     model, tokenizer = loaded_model(spec, compute, gguf_cache, fingerprint)
@@ -290,16 +238,17 @@ def nll_ranks(
     from sigmap_lib.nll import RankStore, build_rank_store, rank_store_identity
 
     shard_key = context.partition_key
-    shard = open_shard(storage, shard_key)
+    state = StoredState.read(storage)
+    shard = open_shard(state, shard_key)
     keys, raw = registry_keys(world)
-    stores = {k: st for k in keys if (st := complete_cell(storage, shard_key, k)) is not None}
+    stores = {k: st for k in keys if (st := state.complete_cell(shard_key, k)) is not None}
     done = list(stores)
     missing = [raw[k] for k in keys if k not in stores]
     info = {"key": shard_key, "n_units": shard.n_units, "models": done, "ranks": None}
     reused = False
     if len(done) >= 2:
         ident = rank_store_identity(shard_key, done, [stores[k].checksums for k in done])
-        out = storage.layout.shard_ranks(shard_key, ident)
+        out = state.layout.shard_ranks(shard_key, ident)
         reused = out.exists()
         if reused:
             ranks = RankStore.open(out)
@@ -314,7 +263,7 @@ def nll_ranks(
     else:
         table = []
         context.log.warning(f"shard {shard_key}: {len(done)} complete cell(s); no ranks yet")
-    write_json(info, storage.layout.shard_ranks_current(shard_key))
+    write_json(info, state.layout.shard_ranks_current(shard_key))
     version = info["ranks"] or "none:" + ",".join(done)
     return dg.MaterializeResult(
         metadata={
@@ -359,49 +308,33 @@ def rank_coverage(
     from sigmap_lib.nll import select_coverage
 
     keys, raw = registry_keys(world)
-    plan = read_plan(storage).get("shards", [])
-    entries = {}
-    for s in plan:
-        path = storage.layout.shard_ranks_current(s["key"])
-        cur = read_json(path) if path.exists() else {"models": [], "ranks": None}
+    state = StoredState.read(storage)
+    shards = []
+    for s in state.plan:
         # a shard's ranks cover the models complete when it was built (and still registered)
-        entries[s["key"]] = cur
-    shards = [
-        (s["key"], s["n_units"], [k for k in entries[s["key"]]["models"] if k in raw])
-        if entries[s["key"]]["ranks"]
-        else (s["key"], s["n_units"], [])
-        for s in plan
-    ]
+        built = state.shard_rank_record(s.key)
+        done = [k for k in built["models"] if k in raw] if built["ranks"] else []
+        shards.append((s.key, s.n_units, done, built["ranks"]))
     min_models = config.min_models or world.minimums().coverage_models
-    cov = select_coverage(shards, keys, min_models=min_models)
+    cov = select_coverage([t[:3] for t in shards], keys, min_models=min_models)
     if not cov.models:
         raise dg.Failure(
             f"no shard has >= {min_models} models with complete NLL "
-            f"({sum(len(c) for _, _, c in shards)} complete cells over {len(plan)} shards): "
+            f"({sum(len(t[2]) for t in shards)} complete cells over {len(shards)} shards): "
             "materialize token_nll cells and nll_ranks first"
         )
-    used = [
-        {"key": k, "ranks": entries[k]["ranks"], "n_units": n}
-        for k, n, _ in shards
-        if k in set(cov.shards)
-    ]
+    used = [UsedShard(k, ranks, n) for k, n, _, ranks in shards if k in set(cov.shards)]
     ident = hashlib.sha256(
-        json.dumps([cov.models, [(u["key"], u["ranks"]) for u in used]]).encode()
+        json.dumps([cov.models, [(u.key, u.ranks) for u in used]]).encode()
     ).hexdigest()[:16]
-    info = {
-        "dir": ident,
-        "models": cov.models,
-        "raw_ids": [raw[k] for k in cov.models],
-        "shards": used,
-        "coverage": cov.to_dict(),
-    }
-    write_json(info, storage.layout.ranks_current())
-    from sigmap_assets.tables import open_ranks
-
-    ranks = open_ranks(storage, info)
+    current = CurrentRanks(
+        ident, tuple(cov.models), tuple(raw[k] for k in cov.models), tuple(used), cov
+    )
+    write_json(current.to_dict(), state.layout.ranks_current())
+    ranks = state.open_ranks(current)
     table = [
         {"model": r, "bpb_mean": float(m), "bpb_sd": float(s)}
-        for r, m, s in zip(info["raw_ids"], ranks.bpb_mean, ranks.bpb_sd)
+        for r, m, s in zip(current.raw_ids, ranks.bpb_mean, ranks.bpb_sd)
     ]
     return dg.MaterializeResult(
         metadata={
@@ -412,7 +345,7 @@ def rank_coverage(
             "missing_cells": sum(len(v) for v in cov.missing.values()),
             "excluded_shards": dg.MetadataValue.json(cov.excluded_shards),
             "excluded_models": dg.MetadataValue.json([raw[k] for k in cov.excluded_models]),
-            "grid": dg.MetadataValue.md(coverage_grid(keys, raw, shards, cov)),
+            "grid": dg.MetadataValue.md(coverage_grid(keys, raw, [t[:3] for t in shards], cov)),
             "bits_per_byte": dg.MetadataValue.md(
                 md_table(sorted(table, key=lambda r: r["bpb_mean"]), max_rows=64)
             ),

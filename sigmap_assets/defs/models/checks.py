@@ -6,7 +6,7 @@ import numpy as np
 from sigmap_assets.defs.models.assets import open_shard, token_nll
 from sigmap_assets.partitions import cells_partitions
 from sigmap_assets.resources import SigmapStorage
-from sigmap_assets.tables import cell_dir
+from sigmap_assets.state import StoredState
 
 
 @dg.asset_check(
@@ -23,8 +23,9 @@ def token_nll_valid(
         str(context.op_execution_context.partition_key)
     )
     key, shard_key = cell.keys_by_dimension["model"], cell.keys_by_dimension["shard"]
-    shard = open_shard(storage, shard_key)
-    d = cell_dir(storage, shard_key, key)
+    state = StoredState.read(storage)
+    shard = open_shard(state, shard_key)
+    d = state.cell_dir(shard_key, key)
     if d is None:
         return dg.AssetCheckResult(
             passed=False, metadata={"model": key, "shard": shard_key, "problems": ["no cell"]}

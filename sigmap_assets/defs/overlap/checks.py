@@ -4,12 +4,12 @@ import dagster as dg
 import numpy as np
 
 from sigmap_assets.defs.overlap.assets import (
-    load_matrix,
     performance_overlap,
     semantic_overlap,
     signature_overlap,
 )
 from sigmap_assets.resources import SigmapStorage
+from sigmap_assets.state import StoredState
 
 
 def matrix_problems(values: np.ndarray) -> list[str]:
@@ -38,7 +38,7 @@ def _make_check(asset, name: str):
         description="Symmetric, unit diagonal, values in [−1, 1].",
     )
     def _check(storage: SigmapStorage) -> dg.AssetCheckResult:
-        m = load_matrix(storage, name)
+        m = StoredState.read(storage).load_matrix(name)
         problems = matrix_problems(m.values)
         return dg.AssetCheckResult(
             passed=not problems,
