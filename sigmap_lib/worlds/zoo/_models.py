@@ -18,7 +18,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds.zoo._text import DOMAINS, ZooTexts, build_zoo_texts
 
 #: Bump to invalidate every cached model / evaluation (recipe changes).
-ZOO_VERSION = 1
+ZOO_VERSION = 2
 
 #: Progress callback: ``progress(stage, done, total, message)``.
 Progress = Callable[[str, int, int, str], None]
@@ -50,12 +50,17 @@ TOKENIZERS: dict[str, tuple[str, int]] = {"gpt2": ("byte_level", 512), "llama": 
 
 @dataclass(frozen=True)
 class ZooModelSpec:
-    """Recipe of one zoo model.
+    """Recipe of one zoo training run.
+
+    The run's final weights are the registry model ``zoo/<name>``; the weights after each
+    step of ``early`` are registry models too (``zoo/<name>-step<s>``): the same
+    architecture, data and tokenizer with a fraction of the training, so the zoo's models
+    differ by training budget (a general-quality axis) as well as by size and data mix.
 
     Attributes
     ----------
     name : str
-        ``<arch>-<mixture>-<size>``; the model id is ``zoo/<name>``.
+        ``<arch>-<mixture>-<size>``; the final model's id is ``zoo/<name>``.
     arch : str
         ``gpt2`` or ``llama``.
     mixture : str
@@ -64,6 +69,8 @@ class ZooModelSpec:
         Key of :data:`SIZES`.
     steps : int
         Optimiser steps (``batch_size * seq_len`` tokens each).
+    early : tuple[int, ...]
+        Steps (``0 < s < steps``) whose weights are also registry models.
     """
 
     name: str
@@ -75,62 +82,71 @@ class ZooModelSpec:
     seq_len: int = 128
     lr: float = 3e-3
     seed: int = 0
+    early: tuple[int, ...] = ()
 
     @property
     def model_id(self) -> str:
-        """Raw model id used in ``models.yaml`` and ``scores.csv``."""
+        """Raw id of the final model, used in ``models.yaml`` and ``scores.csv``."""
         return f"zoo/{self.name}"
 
+    def early_id(self, step: int) -> str:
+        """Raw id of the registry model holding the weights after ``step`` steps."""
+        return f"zoo/{self.name}-step{step}"
 
-def _spec(arch: str, mixture: str, size: str, steps: int, seed: int) -> ZooModelSpec:
-    return ZooModelSpec(f"{arch}-{mixture}-{size}", arch, mixture, size, steps, seed=seed)
+
+def _spec(
+    arch: str, mixture: str, size: str, steps: int, early_tenths: int, seed: int
+) -> ZooModelSpec:
+    early = (round(steps * early_tenths / 10),) if early_tenths else ()
+    return ZooModelSpec(
+        f"{arch}-{mixture}-{size}", arch, mixture, size, steps, seed=seed, early=early
+    )
 
 
-#: The full zoo: (arch, mixture, size, steps).
-ZOO_MODELS: tuple[tuple[str, str, str, int], ...] = (
-    ("gpt2", "code", "s", 600),
-    ("gpt2", "prose", "s", 600),
-    ("gpt2", "arith", "s", 600),
-    ("gpt2", "recall", "s", 500),
-    ("gpt2", "records", "m", 400),
-    ("gpt2", "balanced", "m", 350),
-    ("gpt2", "natural", "l", 250),
-    ("gpt2", "balanced", "l", 250),
-    ("llama", "code", "m", 400),
-    ("llama", "prose", "m", 400),
-    ("llama", "arith", "m", 350),
-    ("llama", "recall", "m", 350),
-    ("llama", "records", "s", 600),
-    ("llama", "synthetic", "s", 600),
-    ("llama", "balanced", "s", 250),
-    ("llama", "balanced", "l", 250),
+#: The full zoo: 8 training runs (arch, mixture, size, steps, early) giving 16 registry
+#: models: each run's final weights and its weights after ``early`` tenths of the steps
+#: (1-3: 10-30 %). Quality varies with the training budget (early vs final, 250-600
+#: steps) and the size (s/m/l), skills with the data mix; every mixture is used once.
+ZOO_MODELS: tuple[tuple[str, str, str, int, int], ...] = (
+    ("gpt2", "code", "s", 600, 1),
+    ("gpt2", "arith", "m", 400, 2),
+    ("gpt2", "records", "s", 500, 3),
+    ("gpt2", "natural", "l", 250, 2),
+    ("llama", "prose", "s", 600, 2),
+    ("llama", "recall", "m", 400, 3),
+    ("llama", "synthetic", "s", 500, 1),
+    ("llama", "balanced", "l", 250, 3),
 )
 
-#: The quick zoo (tests): six small models, few steps.
-QUICK_MODELS: tuple[tuple[str, str, str, int], ...] = (
-    ("gpt2", "code", "s", 40),
-    ("gpt2", "arith", "s", 40),
-    ("gpt2", "balanced", "s", 20),
-    ("llama", "prose", "s", 40),
-    ("llama", "recall", "s", 40),
-    ("llama", "balanced", "s", 20),
+#: The quick zoo (tests): six small runs, few steps, each with an early model at 20 %.
+QUICK_MODELS: tuple[tuple[str, str, str, int, int], ...] = (
+    ("gpt2", "code", "s", 40, 2),
+    ("gpt2", "arith", "s", 40, 2),
+    ("gpt2", "balanced", "s", 20, 2),
+    ("llama", "prose", "s", 40, 2),
+    ("llama", "recall", "s", 40, 2),
+    ("llama", "balanced", "s", 20, 2),
 )
 
 
-def model_specs(n_models: int = 16, *, quick: bool = False, seed: int = 0) -> list[ZooModelSpec]:
-    """The zoo roster: the first ``n_models`` of :data:`ZOO_MODELS` (or the quick zoo).
+def model_specs(n_models: int = 8, *, quick: bool = False, seed: int = 0) -> list[ZooModelSpec]:
+    """The zoo roster: the first ``n_models`` training runs of :data:`ZOO_MODELS` (or the
+    quick zoo).
 
-    Models alternate architectures when ``n_models`` is smaller than the roster, so a
-    small zoo still has both. ``n_models`` above the roster length is an error.
+    Runs alternate architectures when ``n_models`` is smaller than the roster, so a
+    small zoo still has both. ``n_models`` above the roster length is an error. Each run
+    gives ``1 + len(spec.early)`` registry models.
 
     Examples
     --------
     >>> from sigmap_lib.worlds.zoo import model_specs
     >>> [s.name for s in model_specs(4)]
-    ['gpt2-code-s', 'llama-code-m', 'gpt2-prose-s', 'llama-prose-m']
+    ['gpt2-code-s', 'llama-prose-s', 'gpt2-arith-m', 'llama-recall-m']
     >>> spec = model_specs(2, quick=True)[1]
     >>> spec.model_id, spec.steps, spec.batch_size * spec.seq_len  # tokens per step
     ('zoo/llama-prose-s', 40, 1024)
+    >>> spec.early, spec.early_id(8)  # the weights after 8 steps are a registry model too
+    ((8,), 'zoo/llama-prose-s-step8')
     """
     roster = QUICK_MODELS if quick else ZOO_MODELS
     if not 2 <= n_models <= len(roster):
@@ -140,7 +156,7 @@ def model_specs(n_models: int = 16, *, quick: bool = False, seed: int = 0) -> li
         )
     gpt = [r for r in roster if r[0] == "gpt2"]
     lla = [r for r in roster if r[0] == "llama"]
-    picked: list[tuple[str, str, str, int]] = []
+    picked: list[tuple[str, str, str, int, int]] = []
     for i in range(max(len(gpt), len(lla))):
         picked.extend(x[i] for x in (gpt, lla) if i < len(x))
     return [_spec(*r, seed=seed) for r in picked[:n_models]]
@@ -448,8 +464,8 @@ def train_zoo_models(
         Torch threads per worker (default: CPU count // workers).
 
     n_checkpoints : int
-        Intermediate checkpoints saved per model (:func:`checkpoint_steps`), each in
-        ``<name>/checkpoints/step<s>``.
+        Intermediate checkpoints saved per run (:func:`checkpoint_steps`), each in
+        ``<name>/checkpoints/step<s>``; the steps of ``spec.early`` are saved there too.
 
     Returns
     -------
@@ -474,11 +490,15 @@ def train_zoo_models(
     for spec in specs:
         if spec.mixture not in MIXTURES or spec.size not in SIZES or spec.arch not in TOKENIZERS:
             raise SigmapInputError(f"zoo model {spec.name}: unknown arch/mixture/size in {spec}")
+        if not all(0 < e < spec.steps for e in spec.early):
+            raise SigmapInputError(
+                f"zoo model {spec.name}: early steps {spec.early} must lie in (0, {spec.steps})"
+            )
         key = sha_of([ZOO_VERSION, dataclasses.asdict(spec), tok_fp[spec.arch], text_fp])
         folder = out_root / spec.name
         meta = _read_json(folder / "zoo_spec.json")
         train, chars = _training_texts(texts, spec)
-        steps = checkpoint_steps(spec.steps, n_checkpoints)
+        steps = sorted(set(checkpoint_steps(spec.steps, n_checkpoints)) | set(spec.early))
         if (
             meta is not None
             and meta.get("key") == key

@@ -13,14 +13,17 @@ report them separately:
    byte-level one (vocab 512) for the GPT-2 models and a SentencePiece-style
    ("metaspace", byte fallback, vocab 1024) one for the Llama models, so the corpus
    units really are aligned across tokenizers.
-3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 16 tiny causal LMs (GPT-2 and Llama
-   configs, ~0.15-2M parameters) with different domain mixtures and training lengths, so
-   abilities vary along several axes. Cached per model by a spec hash. Each model also
-   saves intermediate checkpoints (default 4: after 20/40/60/80 % of its steps).
+3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 8 training runs of tiny causal LMs
+   (GPT-2 and Llama configs, ~0.15-1.2M parameters) with different domain mixtures,
+   sizes and training lengths. Each run gives two registry models: its final weights and
+   its weights after 10-30 % of its steps (``zoo/<name>-step<s>``), so the 16 models
+   differ by general quality (training budget, size) as well as by skills (data mix), as
+   real LLMs do. Cached per run by a spec hash. Each run also saves intermediate
+   checkpoints (default 9: after 10, 20, ..., 90 % of its steps).
 4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`, scored by
-   loglikelihood, item by item (cached per model), for the final models and their
-   checkpoints. The checkpoints are extra real respondents for item-level methods
-   (metabench's IRT needs >= 55 respondents): their rows follow the final models' in
+   loglikelihood, item by item (cached per model), for the registry models and the other
+   checkpoints. Those checkpoints are extra real respondents for item-level methods
+   (metabench's IRT needs >= 55 respondents): their rows follow the registry models' in
    ``responses/<b>.parquet`` (``zoo/<name>@step<s>``) and ``truth.json`` lists them;
    they are not registry models (not in ``models.yaml`` / ``scores.csv``).
    ``settings.yaml`` holds metabench settings suited to this small world
@@ -77,7 +80,9 @@ class ZooWorld:
         The world folder.
     models : list[dict]
         The ``models.yaml`` entries (``id``, ``path`` (absolute), ``family``, ``n_params``,
-        ``dtype``) plus ``mixture``, ``steps``, ``size``, ``tokenizer``.
+        ``dtype``) plus ``run`` (the training run's name), ``mixture``, ``steps`` (the
+        run's), ``step`` (the weights' step: ``steps`` for a final model), ``size``,
+        ``tokenizer``.
     benchmarks : list[str]
         Benchmark names, catalog order.
     scores : np.ndarray, shape (n_models, n_benchmarks)
@@ -87,9 +92,9 @@ class ZooWorld:
     timings : dict[str, float]
         Seconds per stage.
     trained, reused : list[str]
-        Model names trained now / taken from the cache.
+        Training runs trained now / taken from the cache.
     checkpoints : list[dict]
-        Intermediate checkpoints (extra respondents): ``id``
+        Intermediate checkpoints that are not registry models (extra respondents): ``id``
         (``zoo/<name>@step<s>``), ``model``, ``name``, ``step``, ``steps``,
         ``tokens_seen``, ``path``.
     checkpoint_responses : dict[str, np.ndarray]
@@ -225,6 +230,7 @@ def write_world(
     specs: Sequence[ZooModelSpec],
     responses: dict[str, np.ndarray],
     *,
+    members: Sequence[dict[str, Any]] | None = None,
     extra_truth: dict[str, Any] | None = None,
     checkpoints: Sequence[dict[str, Any]] = (),
     checkpoint_responses: dict[str, np.ndarray] | None = None,
@@ -233,6 +239,9 @@ def write_world(
     """Write the world folder (``docs/FORMATS.md``): corpus, models.yaml, catalog.yaml,
     scores.csv, items/, responses/, truth.json, settings.yaml. Returns the models.yaml
     entries.
+
+    ``members`` are the registry models (:func:`registry_members`; default: every run's
+    final model only), in the row order of ``responses``.
 
     ``checkpoints`` (dicts with ``id``, ``model`` (model id), ``name``, ``step``) are
     extra respondents: their rows (``checkpoint_responses``, same order) follow the
@@ -255,15 +264,16 @@ def write_world(
         source_of[did] = d.source
     atomic_write_text(root / "corpus" / "zoo.jsonl", "\n".join(lines) + "\n")
 
+    if members is None:
+        members = registry_members(specs, models, early=False)
     entries = []
-    for s in specs:
-        m = models[s.name]
+    for mb in members:
         entries.append(
             {
-                "id": s.model_id,
-                "path": f"models/{s.name}",
-                "family": s.arch,
-                "n_params": int(m["n_params"]),
+                "id": mb["id"],
+                "path": mb["rel_path"],
+                "family": mb["spec"].arch,
+                "n_params": int(models[mb["spec"].name]["n_params"]),
                 "dtype": "float32",
             }
         )
@@ -286,15 +296,15 @@ def write_world(
         root / "catalog.yaml", yaml.safe_dump({"benchmarks": catalog}, sort_keys=False)
     )
 
-    model_ids = [s.model_id for s in specs]
+    model_ids = [mb["id"] for mb in members]
     ckpt_ids = [c["id"] for c in checkpoints]
     score_cols: dict[str, Any] = {"model": model_ids}
     for b in benchmarks:
         r = responses[b.name]
-        if r.shape != (len(specs), len(b.items)):
+        if r.shape != (len(members), len(b.items)):
             raise SigmapInputError(
                 f"zoo world: responses of {b.name} have shape {r.shape}, expected "
-                f"({len(specs)}, {len(b.items)})"
+                f"({len(members)}, {len(b.items)})"
             )
         score_cols[b.name] = r.mean(axis=1).astype(float)
         if ckpt_ids:
@@ -354,7 +364,7 @@ def write_world(
         "corpus_stats": corpus_stats,
         "text_stats": texts.stats,
         "models": {
-            s.model_id: {
+            mb["id"]: {
                 "name": s.name,
                 "arch": s.arch,
                 "tokenizer": "-".join(map(str, TOKENIZERS[s.arch])),
@@ -366,11 +376,15 @@ def write_world(
                 "mixture_name": s.mixture,
                 "mixture": MIXTURES[s.mixture],
                 "mixture_chars": models[s.name].get("mixture_chars"),
-                "steps": s.steps,
-                "tokens_seen": s.steps * s.batch_size * s.seq_len,
-                "final_loss": models[s.name]["train"]["final_loss"],
+                "steps": mb["step"],
+                "run_steps": s.steps,
+                "fraction": mb["step"] / s.steps,
+                "tokens_seen": mb["step"] * s.batch_size * s.seq_len,
+                # the run's last logged training loss (of the final weights)
+                "final_loss": models[s.name]["train"]["final_loss"] if mb["final"] else None,
             }
-            for s in specs
+            for mb in members
+            for s in [mb["spec"]]
         },
         "benchmarks": {
             b.name: {
@@ -408,10 +422,72 @@ def write_world(
     return entries
 
 
+def registry_members(
+    specs: Sequence[ZooModelSpec], models: dict[str, dict[str, Any]], *, early: bool = True
+) -> list[dict[str, Any]]:
+    """The registry models of the trained runs, in registry order: per run its final
+    weights, then (``early``) its weights after each step of ``spec.early``.
+
+    Parameters
+    ----------
+    specs
+        The runs.
+    models
+        :func:`train_zoo_models`'s result (``key``, ``path``, ``checkpoints`` per run).
+    early
+        Whether the early weights are members.
+
+    Returns
+    -------
+    list[dict]
+        ``id``, ``spec``, ``step`` (``spec.steps`` for the final weights), ``final``,
+        ``key`` (the cache key of the weights), ``path`` (absolute folder) and
+        ``rel_path`` (relative to the world folder).
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo import model_specs
+    >>> from sigmap_lib.worlds.zoo._world import registry_members
+    >>> spec = model_specs(2, quick=True)[0]
+    >>> runs = {spec.name: {"key": "k", "path": "/w/models/gpt2-code-s",
+    ...                     "checkpoints": {8: {"key": "k8", "path": "/w/c/step8"}}}}
+    >>> [(m["id"], m["step"], m["rel_path"]) for m in registry_members([spec], runs)]
+    [('zoo/gpt2-code-s', 40, 'models/gpt2-code-s'), ('zoo/gpt2-code-s-step8', 8, 'models/gpt2-code-s/checkpoints/step8')]
+    """
+    out: list[dict[str, Any]] = []
+    for s in specs:
+        m = models[s.name]
+        out.append(
+            {
+                "id": s.model_id,
+                "spec": s,
+                "step": s.steps,
+                "final": True,
+                "key": m["key"],
+                "path": m["path"],
+                "rel_path": f"models/{s.name}",
+            }
+        )
+        for e in s.early if early else ():
+            c = m["checkpoints"][e]
+            out.append(
+                {
+                    "id": s.early_id(e),
+                    "spec": s,
+                    "step": e,
+                    "final": False,
+                    "key": c["key"],
+                    "path": c["path"],
+                    "rel_path": f"models/{s.name}/checkpoints/step{e}",
+                }
+            )
+    return out
+
+
 def metabench_settings(n_items: int) -> dict[str, Any]:
     """Recommended metabench settings for a zoo world (``settings.yaml``).
 
-    The zoo has 80 respondents (16 models + 64 checkpoints) and 100 items per
+    The zoo has 80 respondents (16 registry models + 64 checkpoints) and 100 items per
     benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
     of items). The binding constraint is the joint fit: >= 50 training models after
     every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
@@ -438,7 +514,7 @@ def metabench_settings(n_items: int) -> dict[str, Any]:
 def build_zoo_world(
     out_dir: str | Path,
     *,
-    n_models: int = 16,
+    n_models: int = 8,
     seed: int = 0,
     progress: Progress | None = None,
     quick: bool = False,
@@ -454,26 +530,28 @@ def build_zoo_world(
         The world folder (created). Models live in ``out_dir/models/<name>`` and are
         reused across calls when their spec, tokenizer and training text are unchanged.
     n_models : int
-        How many of the roster's models (2..16; quick: 2..6).
+        How many of the roster's training runs (2..8; quick: 2..6); each gives its final
+        model and its early models (:class:`ZooModelSpec`), 16 registry models in all.
     seed : int
         Seeds text selection, generation, splits, items and model initialisation.
     progress : callable, optional
         ``progress(stage, done, total, message)``; stages ``texts``, ``tokenizers``,
         ``train_models``, ``benchmarks``, ``evaluate``, ``write``.
     quick : bool
-        A small world (6 small models, 20-40 steps, 24 items per benchmark) for tests.
+        A small world (6 small runs of 20-40 steps, 12 registry models, 24 items per
+        benchmark) for tests.
     workers : int, optional
         Parallel processes for training and scoring (default :func:`default_workers`).
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
     n_checkpoints : int, optional
-        Intermediate checkpoints per model (default 4: after 20, 40, 60 and 80 % of the
-        steps, so the 16 models give 80 respondents; quick 9, so the 6 quick models give
-        60). Each answers every
-        item like the final models; their rows follow the models' rows in
-        ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and ``truth.json`` lists
-        them. They are not registry models (not in ``models.yaml`` / ``scores.csv``).
-        0 disables them.
+        Intermediate checkpoints per run (default 9: after 10, 20, ..., 90 % of the
+        steps; one of them is the run's early registry model, so the 8 runs give 16
+        registry models + 64 checkpoints = 80 respondents; quick: the 6 runs give 12 + 48
+        = 60). Each answers every item like the registry models; their rows follow the
+        registry models' rows in ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and
+        ``truth.json`` lists them. They are not registry models (not in ``models.yaml`` /
+        ``scores.csv``). 0 disables them.
 
     Returns
     -------
@@ -481,18 +559,19 @@ def build_zoo_world(
 
     Examples
     --------
-    The smallest world: 2 quick models, 4 items per benchmark, no checkpoints. Training
-    the two models takes about 20 s of CPU, so the build itself is not run as a doctest:
+    The smallest world: 2 quick runs (4 registry models), 4 items per benchmark, no other
+    checkpoints. Training the two runs takes about 20 s of CPU, so the build itself is not
+    run as a doctest:
 
     >>> from sigmap_lib.worlds.zoo import build_zoo_world, model_specs
     >>> kw = dict(n_models=2, quick=True, n_items=4, n_checkpoints=0)
-    >>> [s.name for s in model_specs(kw["n_models"], quick=True)]  # the models it trains
+    >>> [s.name for s in model_specs(kw["n_models"], quick=True)]  # the runs it trains
     ['gpt2-code-s', 'llama-prose-s']
     >>> world = build_zoo_world("zoo", **kw)  # doctest: +SKIP
     >>> [m["id"] for m in world.models], world.scores.shape  # doctest: +SKIP
-    (['zoo/gpt2-code-s', 'zoo/llama-prose-s'], (2, 16))
+    (['zoo/gpt2-code-s', 'zoo/gpt2-code-s-step8', 'zoo/llama-prose-s', 'zoo/llama-prose-s-step8'], (4, 16))
     >>> world.responses["nextline_code"].shape, world.trained  # doctest: +SKIP
-    ((2, 4), ['gpt2-code-s', 'llama-prose-s'])
+    ((4, 4), ['gpt2-code-s', 'llama-prose-s'])
     >>> sorted(p.name for p in world.root.iterdir())  # doctest: +SKIP
     ['catalog.yaml', 'corpus', 'items', 'models', 'models.yaml', 'responses', 'scores.csv',
      'settings.yaml', 'tokenizers', 'truth.json']
@@ -526,7 +605,7 @@ def build_zoo_world(
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
     if n_checkpoints is None:
-        n_checkpoints = 9 if quick else 4
+        n_checkpoints = 9
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
     models = train_zoo_models(
@@ -539,6 +618,7 @@ def build_zoo_world(
         n_checkpoints=n_checkpoints,
     )
     timings["train_models"] = time.perf_counter() - t
+    members = registry_members(specs, models)
     checkpoints = [
         {
             "id": checkpoint_id(s, step),
@@ -551,6 +631,7 @@ def build_zoo_world(
         }
         for s in specs
         for step in sorted(models[s.name]["checkpoints"])
+        if step not in s.early
     ]
 
     t = time.perf_counter()
@@ -560,9 +641,9 @@ def build_zoo_world(
     progress("benchmarks", 1, 1, f"{len(benchmarks)} benchmarks")
 
     t = time.perf_counter()
-    respondents = {**models, **{c["id"]: c for c in checkpoints}}
+    respondents = {**{mb["id"]: mb for mb in members}, **{c["id"]: c for c in checkpoints}}
     both = evaluate_zoo_benchmarks(benchmarks, respondents, workers=workers, progress=progress)
-    n = len(models)
+    n = len(members)
     responses = {b: r[:n] for b, r in both.items()}
     ckpt_responses = {b: r[n:] for b, r in both.items()}
     timings["evaluate"] = time.perf_counter() - t
@@ -577,6 +658,7 @@ def build_zoo_world(
         models,
         specs,
         responses,
+        members=members,
         checkpoints=checkpoints,
         checkpoint_responses=ckpt_responses,
         settings=settings,
@@ -584,9 +666,11 @@ def build_zoo_world(
     timings["write"] = time.perf_counter() - t
     progress("write", 1, 1, "done")
 
-    for e, s in zip(entries, specs):
+    for e, mb in zip(entries, members):
+        s = mb["spec"]
         e["path"] = str((root / e["path"]).resolve())
-        e.update(mixture=s.mixture, steps=s.steps, size=s.size, tokenizer=s.arch)
+        e.update(run=s.name, mixture=s.mixture, steps=s.steps, step=mb["step"])
+        e.update(size=s.size, tokenizer=s.arch)
     names = [b.name for b in benchmarks]
     scores = np.stack([responses[b].mean(axis=1) for b in names], axis=1)
     return ZooWorld(

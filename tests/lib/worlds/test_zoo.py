@@ -155,16 +155,20 @@ def test_roster_and_training_mixtures(quick_texts) -> None:
     from sigmap_lib.worlds.zoo import MIXTURES, ZOO_MODELS, model_specs
     from sigmap_lib.worlds.zoo._models import _training_texts
 
-    full = model_specs(16)
-    assert len(full) == len(ZOO_MODELS) == 16
-    assert len({s.name for s in full}) == 16
+    full = model_specs(8)
+    assert len(full) == len(ZOO_MODELS) == 8
+    assert len({s.name for s in full}) == 8
     assert {s.arch for s in full} == {"gpt2", "llama"}
-    assert len({s.mixture for s in full}) >= 5 and len({s.size for s in full}) == 3
+    assert len({s.mixture for s in full}) == 8 and len({s.size for s in full}) == 3
     assert len({s.steps for s in full}) >= 3
+    # every run also registers its weights after 10-30 % of its steps: 16 registry models
+    assert all(len(s.early) == 1 and 0.1 <= s.early[0] / s.steps <= 0.3 for s in full)
+    ids = [s.model_id for s in full] + [s.early_id(e) for s in full for e in s.early]
+    assert len(set(ids)) == 16
     small = model_specs(4)
     assert {s.arch for s in small} == {"gpt2", "llama"}
     with pytest.raises(SigmapInputError, match="n_models"):
-        model_specs(17)
+        model_specs(9)
     for spec in model_specs(6, quick=True):
         texts, chars = _training_texts(quick_texts, spec)
         total = sum(chars.values())
@@ -283,14 +287,18 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
     stages = {c[0] for c in calls}
     assert {"texts", "tokenizers", "train_models", "benchmarks", "evaluate", "write"} <= stages
 
-    # models: both architectures, both tokenizers, loadable, sizes recorded
+    # models: both architectures, both tokenizers, loadable, sizes recorded; each run's
+    # final weights and its weights after 20 % of its steps
     reg = read_registry(root / "models.yaml")
-    assert len(reg) == 6 and {m.family for m in reg} == {"gpt2", "llama"}
+    assert len(reg) == 12 and {m.family for m in reg} == {"gpt2", "llama"}
     raw = yaml.safe_load((root / "models.yaml").read_text())["models"]
     vocab = set()
-    for spec, entry in zip(reg, raw):
+    for k, (spec, entry) in enumerate(zip(reg, raw)):
         assert spec.id.startswith("zoo/") and entry["dtype"] == "float32"
-        assert entry["path"] == "models/" + spec.id.removeprefix("zoo/")
+        run, _, step = spec.id.removeprefix("zoo/").partition("-step")
+        assert (k % 2 == 1) == bool(step)  # final, then early, per run
+        want = f"models/{run}" + (f"/checkpoints/step{step}" if step else "")
+        assert entry["path"] == want
         model, tok = load_model(spec.path, device="cpu", dtype="float32")
         assert sum(p.numel() for p in model.parameters()) == entry["n_params"]
         assert any(Path(spec.path).glob("*.safetensors"))
@@ -312,12 +320,12 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
         assert {"item_id", "text", "choices", "gold"} <= set(items.columns)
         assert items["item_id"].dtype == pl.String and items["text"].str.len_chars().min() > 0
         rm = read_responses(b.responses)
-        assert rm.matrix.shape == (6 + 54, items.height)  # 6 models + their checkpoints
+        assert rm.matrix.shape == (12 + 48, items.height)  # 12 models + other checkpoints
         assert rm.item_ids == items["item_id"].to_list()
         assert set(np.unique(rm.matrix)) <= {0, 1}
         col = scores[name].to_numpy()
         assert np.all((col >= 0) & (col <= 1))
-        np.testing.assert_allclose(col, rm.matrix[:6].mean(axis=1))
+        np.testing.assert_allclose(col, rm.matrix[:12].mean(axis=1))
         np.testing.assert_allclose(world.scores[:, j], col)
 
     # truth: every corpus document has a domain; model and benchmark metadata
@@ -328,6 +336,7 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
     assert set(truth["models"]) == {m.id for m in reg}
     for m in truth["models"].values():
         assert abs(sum(m["mixture"].values()) - 1) < 1e-9 and m["steps"] > 0
+        assert m["fraction"] == m["steps"] / m["run_steps"] in (0.2, 1.0)
     assert set(truth["benchmarks"]) == set(world.benchmarks)
 
 
@@ -410,9 +419,14 @@ def test_quick_world_checkpoint_respondents(quick_world) -> None:
     world, _ = quick_world
     root = world.root
     specs = model_specs(6, quick=True)
-    want = [f"{s.model_id}@step{k}" for s in specs for k in checkpoint_steps(s.steps, 9)]
+    want = [
+        f"{s.model_id}@step{k}"
+        for s in specs
+        for k in checkpoint_steps(s.steps, 9)
+        if k not in s.early  # that one is a registry model
+    ]
     assert [c["id"] for c in world.checkpoints] == want
-    assert len(want) == 54  # 6 models + 54 checkpoints = 60 respondents
+    assert len(want) == 48  # 12 registry models + 48 checkpoints = 60 respondents
     truth = json.loads((root / "truth.json").read_text())
     assert list(truth["checkpoints"]) == want
     for cid, c in truth["checkpoints"].items():
@@ -426,13 +440,13 @@ def test_quick_world_checkpoint_respondents(quick_world) -> None:
         assert df["model"].to_list() == reg_ids + want  # final models first
         rm = read_responses(root / "responses" / f"{name}.parquet")
         assert set(np.unique(rm.matrix)) <= {0, 1}
-        np.testing.assert_array_equal(rm.matrix[:6], world.responses[name])
-        np.testing.assert_array_equal(rm.matrix[6:], world.checkpoint_responses[name])
+        np.testing.assert_array_equal(rm.matrix[:12], world.responses[name])
+        np.testing.assert_array_equal(rm.matrix[12:], world.checkpoint_responses[name])
     # checkpoints answer differently from their final models (they are earlier weights)
     all_ck = np.concatenate([world.checkpoint_responses[b] for b in world.benchmarks], axis=1)
     all_fm = np.concatenate([world.responses[b] for b in world.benchmarks], axis=1)
-    assert len({r.tobytes() for r in all_ck}) > 40
-    assert any(not np.array_equal(all_ck[9 * i + 8], all_fm[i]) for i in range(6))
+    assert len({r.tobytes() for r in all_ck}) > 35
+    assert any(not np.array_equal(all_ck[8 * i + 7], all_fm[2 * i]) for i in range(6))
     settings = yaml.safe_load((root / "settings.yaml").read_text())
     assert settings == world.settings and set(settings) == {"metabench"}
 
