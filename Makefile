@@ -4,7 +4,7 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/storage/.dagster
 
-.PHONY: install test test-fast demo dev lint clean
+.PHONY: install test test-fast demo dev check-defs lint clean
 
 $(BIN)/.sigmap-installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,7 @@ $(BIN)/.sigmap-installed: pyproject.toml
 
 install: $(BIN)/.sigmap-installed
 	mkdir -p $(DAGSTER_HOME)
-	@# plain `dagster dev` in the repo root reads .env: keep its instance persistent
+	@# `dg dev` in the repo root reads .env: keep its instance persistent
 	@echo "DAGSTER_HOME=$(DAGSTER_HOME)" > .env
 
 test: install
@@ -35,7 +35,10 @@ demo: install
 	$(BIN)/sigmap demo
 
 dev: install
-	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1
+	$(BIN)/dg dev -h 127.0.0.1
+
+check-defs: install
+	$(BIN)/dg check defs
 
 lint: install
 	$(BIN)/ruff check . && $(BIN)/ruff format --check .

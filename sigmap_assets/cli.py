@@ -176,8 +176,8 @@ def print_summary(summary: dict, layout: StorageLayout, stream) -> None:
         f"  HTML report:   {layout.overlap_report()}\n"
         f"  metabench:     {layout.metabench_report()}\n"
         f"  plots:         {layout.plots_dir()}\n"
-        f"  browse in the Dagster UI:  DAGSTER_HOME={os.environ['DAGSTER_HOME']} "
-        f".venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1   (or: make dev)",
+        f"  browse in the Dagster UI:  .venv/bin/sigmap --storage {layout.root} dev   "
+        "(or: make dev)",
         file=stream,
     )
     if failed:
@@ -475,9 +475,19 @@ def cmd_realdata(args: argparse.Namespace) -> int:
 
 def cmd_dev(args: argparse.Namespace) -> int:
     _setup_env(args.storage)
-    exe = Path(sys.executable).with_name("dagster")
-    cmd = [str(exe), "dev", "-w", "workspace.yaml", "-h", args.host, "-p", str(args.port)]
-    return subprocess.call(cmd)
+    exe = Path(sys.executable).with_name("dg")
+    cmd = [
+        str(exe),
+        "dev",
+        "-m",
+        "sigmap_assets.definitions",
+        "-h",
+        args.host,
+        "-p",
+        str(args.port),
+    ]
+    # run from the Dagster home: a .env in the caller's folder would override DAGSTER_HOME
+    return subprocess.call(cmd, cwd=os.environ["DAGSTER_HOME"])
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -24,7 +24,7 @@ def test_threshold_models_needed_scope_and_family_are_stated(tmp_path) -> None:
     summ = _summaries()
     text = detection_text(summ)
     t = summ["b0"]["calibration"]["threshold"]
-    assert f"m = 20 models, d = 600 units (b0, b1): threshold" in text
+    assert "m = 20 models, d = 600 units (b0, b1): threshold" in text
     assert re.search(r"threshold (\d\.\d\d)", text).group(1) in (
         f"{t:.2f}",
         f"{min(s['calibration']['threshold'] for s in summ.values()):.2f}",
