@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import inspect
+import itertools
 import textwrap
 from typing import Any
 
@@ -34,7 +35,7 @@ def attribute_docstrings(cls: type) -> dict[str, str]:
         return {}
     body = ast.parse(source).body[0].body
     out = {}
-    for node, nxt in zip(body, body[1:]):
+    for node, nxt in itertools.pairwise(body):
         if (
             isinstance(node, ast.AnnAssign)
             and isinstance(node.target, ast.Name)

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-import dagster as dg
 import yaml
 from pydantic import Field
 
+from sigmap_assets.config import SigmapResource
 from sigmap_assets.layout import StorageLayout
 from sigmap_lib._util import atomic_write_text
 
@@ -39,7 +39,7 @@ def write_project_config(root: str, **settings: Any) -> Path:
     return path
 
 
-class SigmapStorage(dg.ConfigurableResource):
+class SigmapStorage(SigmapResource):
     """The data root: ``storage/`` by default, or any fsspec URL (``s3://``, ``gs://``,
     ``memory://``) at scale. Every stored path is built here."""
 
@@ -63,7 +63,7 @@ class SigmapStorage(dg.ConfigurableResource):
         return StorageLayout(self.root)
 
 
-class WorldResource(dg.ConfigurableResource):
+class WorldResource(SigmapResource):
     """Where the inputs come from: the embedded zoo (default), the synthetic planted-truth
     world, or a user's world folder (see docs/FORMATS.md).
 
@@ -75,9 +75,13 @@ class WorldResource(dg.ConfigurableResource):
 
     storage: SigmapStorage
     kind: str = ""
+    """zoo, synthetic or folder; empty: the kind stored in <storage>/sigmap.yaml (default zoo)."""
     path: str = ""
+    """The world folder; empty: world_path in <storage>/sigmap.yaml, else <storage>/worlds/<kind>."""
     quick: bool = False
+    """Build the quick (smaller, faster) zoo."""
     seed: int = 0
+    """Seed of the zoo or synthetic world."""
 
     @property
     def storage_root(self) -> str:
@@ -133,13 +137,17 @@ class WorldResource(dg.ConfigurableResource):
         return data
 
 
-class ComputeResource(dg.ConfigurableResource):
+class ComputeResource(SigmapResource):
     """Where the forward passes run: device (``auto`` = cuda > mps > cpu), dtype and threads."""
 
     device: str = "auto"
+    """Where forward passes run: auto (cuda > mps > cpu), cpu, cuda, cuda:N or mps."""
     dtype: str = "auto"
+    """Scoring dtype when the registry entry sets none: auto (float32 on CPU, bfloat16/float16 on accelerators), float32, bfloat16, float16."""
     threads: int = 0
+    """CPU threads for torch (0: torch's default)."""
     batch_tokens: int = 16384
+    """Tokens per forward batch: the memory knob of NLL scoring."""
 
     def scoring_dtype(self, spec: Any) -> str:
         """The dtype a model is scored in: its registry ``dtype`` when set, else this

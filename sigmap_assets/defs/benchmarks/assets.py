@@ -5,6 +5,7 @@ import hashlib
 import dagster as dg
 
 from sigmap_assets.automation import automated, partition_condition
+from sigmap_assets.config import SigmapConfig
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -12,7 +13,7 @@ from sigmap_assets.skips import skipped_partitions
 from sigmap_assets.tables import write_json, write_parquet
 
 
-class ScoresConfig(dg.Config):
+class ScoresConfig(SigmapConfig):
     min_models: int = 0
     """Benchmarks scored for fewer models (in the score files) are dropped (with a warning in metadata);
     0 = the world's minimum (``settings.yaml`` ``minimums: {score_models: N}``, default 5)."""

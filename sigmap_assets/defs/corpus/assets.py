@@ -5,6 +5,7 @@ import hashlib
 import dagster as dg
 
 from sigmap_assets.automation import automated, new_partition_condition
+from sigmap_assets.config import SigmapConfig
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -12,7 +13,7 @@ from sigmap_assets.state import StoredState
 from sigmap_assets.tables import write_json, write_parquet
 
 
-class CorpusConfig(dg.Config):
+class CorpusConfig(SigmapConfig):
     shard_units: int = 65536
     """Target units per shard (documents are never split; a shard never spans files). Keep
     ``models × shards`` under Dagster's 100,000 partitions: at least

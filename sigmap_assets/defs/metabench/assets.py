@@ -14,6 +14,7 @@ from typing import Any
 import dagster as dg
 
 from sigmap_assets.automation import aggregate_condition, automated, partition_condition
+from sigmap_assets.config import SigmapConfig
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -23,21 +24,30 @@ from sigmap_assets.tables import write_json
 from sigmap_lib.errors import SigmapInputError
 
 
-class MetabenchSettings(dg.Config):
+class MetabenchSettings(SigmapConfig):
     """Hyperparameters (`sigmap_lib.metabench.MetabenchConfig`). Unset fields take the world's
     recommendation (`settings.yaml` → `metabench:` in the world folder, e.g. a larger λ for
     benchmarks of 100 items) and then the library defaults (the paper's: pool 350, λ 0.005,
     200 θ bins)."""
 
     pool_size: int | None = None
+    """Items kept per benchmark after the filters, before the IRT fit (library default 350)."""
     n_subsets: int | None = None
+    """Random item subsets drawn in the selection search (default 500)."""
     irt_models: list[str] | None = None
+    """IRT models fitted with mirt and compared: any of 2PL, 3PL, 4PL (default 2PL and 3PL)."""
     theta_methods: list[str] | None = None
+    """Ability estimators compared: MAP, EAPsum (default both)."""
     n_quant: int | None = None
+    """θ bins of the information-based item selection (default 200)."""
     lam: float | None = None
+    """λ: the search objective's cost per selected item (validation RMSE + λ × items; default 0.005)."""
     test_frac: float | None = None
+    """Share of the models held out as the test set (default 0.1)."""
     gam_df: int | None = None
+    """Spline degrees of freedom of the score ~ s(θ) reconstruction GAM (default 20)."""
     seed: int = 0
+    """Seed of the model split and the subset search."""
 
     def lib_config(self, world: WorldResource):
         from sigmap_lib.metabench import MetabenchConfig

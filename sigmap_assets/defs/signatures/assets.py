@@ -9,6 +9,7 @@ import numpy as np
 import polars as pl
 
 from sigmap_assets.automation import aggregate_condition, automated, partition_condition
+from sigmap_assets.config import SigmapConfig
 from sigmap_assets.metadata import image_md, md_table, signature_md, signature_row
 from sigmap_assets.partitions import benchmarks_partitions, shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -17,7 +18,7 @@ from sigmap_assets.state import StoredState
 from sigmap_assets.tables import write_json, write_parquet
 
 
-class ScreeningConfig(dg.Config):
+class ScreeningConfig(SigmapConfig):
     q: float = 0.01
     """Fraction of units kept per benchmark (ignored when k > 0)."""
     k: int = 0
@@ -25,7 +26,9 @@ class ScreeningConfig(dg.Config):
     statistic: str = "thrush"
     """thrush | preselect: the statistic that ranks candidates."""
     two_sided: bool = True
+    """Screen on |statistic| (both signs) instead of the signed statistic."""
     chunk_units: int = 1 << 18
+    """Units per streamed block (bounds memory; the result does not depend on it)."""
     headroom: float = 2.0
     """Per-shard partials keep ``headroom × k`` candidates, so they stay valid (exact) while
     the corpus grows until ``k`` exceeds what they kept."""
@@ -279,7 +282,7 @@ UNIT_SCHEMA = {
 }
 
 
-class SignatureConfig(dg.Config):
+class SignatureConfig(SigmapConfig):
     method: str = "calibrated"
     """calibrated (default; the max-T test of the partial correlation given general quality:
     Spearman of the units' NLL and the scores, both residualized on a spline of the models'
@@ -300,7 +303,9 @@ class SignatureConfig(dg.Config):
     n_permutations: int = 19
     """Forward selection's permutation null (aic / bic / ebic)."""
     context_units: int = 20
+    """Units of left context stored with each signature unit (the report shows them)."""
     seed: int = 0
+    """Seed of the permutations and the bootstrap."""
     strata: str = ""
     """Calibrated test: stratify the models by this registry column ("family": permutations
     within families, family effects regressed out of units and scores), "none" for no
@@ -352,7 +357,7 @@ def signatures(
 
     state = StoredState.read(storage)
     cur, requested = state.current, list(context.partition_keys)
-    screened = {k: state.screening_summary(k) for k in requested}
+    screened = {k: state.stored_screen(k) for k in requested}
     y_all = state.score_matrix(requested)
     stale = [k for k, v in screened.items() if v["ranks_dir"] != cur.identity]
     if stale:
