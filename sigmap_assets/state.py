@@ -408,13 +408,13 @@ class StoredState:
     def read_if_exists(self, path: Any) -> Any:
         return _read_json(path) if path.exists() else None
 
-    def screening_summary(self, key: str) -> dict | None:
+    def stored_screen(self, key: str) -> dict | None:
         return self.read_if_exists(self.layout.screening_summary(key))
 
-    def signature_summary(self, key: str) -> dict | None:
+    def stored_signature(self, key: str) -> dict | None:
         return self.read_if_exists(self.layout.signature_summary(key))
 
-    def signature_units(self, key: str) -> list[dict]:
+    def stored_signature_rows(self, key: str) -> list[dict]:
         """The stored signature rows of benchmark ``key`` (unit, text, context, ...)."""
         import polars as pl
 
@@ -444,7 +444,7 @@ class StoredState:
             return SignatureInputs(None)
         sigs, settings, no_sig, options = {}, None, {}, {}
         for k in keys:
-            summary = self.signature_summary(k)
+            summary = self.stored_signature(k)
             if summary is None or summary.get("ranks_dir") != cur.identity:
                 continue  # not extracted, or built on another model set
             if "skipped" in summary:

@@ -44,7 +44,7 @@ def honest_inputs(
     for r in state.scores.to_dicts() if state.has_scores else []:
         if r.get("benchmark_key") is not None:
             scores.setdefault(r["model"], {})[r["benchmark_key"]] = r["score"]
-    signatures = {k: state.signature_summary(k) for k in keys}
+    signatures = {k: state.stored_signature(k) for k in keys}
     cals = [s.get("calibration") or {} for s in signatures.values() if s and "skipped" not in s]
     cals = [c for c in cals if c.get("n_models") is not None]
     ranks = inputs.ranks
@@ -58,7 +58,7 @@ def honest_inputs(
         "scores": scores,
         "partial_nll": [by_key.get(k, k) for k in (cur.coverage.excluded_models if cur else [])],
         "scored": sorted({b for v in scores.values() for b in v}),
-        "screening": {k: v for k in keys if (v := state.screening_summary(k)) is not None},
+        "screening": {k: v for k in keys if (v := state.stored_screen(k)) is not None},
         "signatures": {k: v for k, v in signatures.items() if v is not None},
         "current_ranks": cur.identity if cur is not None else None,
         "levels": {
@@ -152,8 +152,8 @@ def build_report(
     robustness, alignment = robustness_and_alignment(state, inputs, levels, **options)
     sigs, corpus = inputs.signatures, inputs.corpus
     sig_sections = signature_sections(
-        {k: state.signature_summary(k) for k in sigs},
-        {k: state.signature_units(k) for k in sigs},
+        {k: state.stored_signature(k) for k in sigs},
+        {k: state.stored_signature_rows(k) for k in sigs},
         layout.plots_dir(),
     )
     extra, truth_summary = truth_sections(
