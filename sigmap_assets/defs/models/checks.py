@@ -11,6 +11,7 @@ from sigmap_assets.state import StoredState
 
 @dg.asset_check(
     asset=token_nll,
+    partitions_def=cells_partitions,
     blocking=True,
     description="NLL cell complete, checksums valid, finite, of the shard's unit count.",
 )

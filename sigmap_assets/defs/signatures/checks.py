@@ -1,17 +1,57 @@
-"""Checks on signatures: finite values and a consistent stored calibration. An empty
-signature ("no signature above chance") is a valid result, not a failure."""
+"""Checks on screening and signatures, one result per benchmark: stored candidates are
+distinct units with finite statistics, strongest first; signatures are finite and consistent
+with their stored calibration. An empty signature ("no signature above chance") is a valid
+result, not a failure."""
 
 import dagster as dg
 import numpy as np
+import polars as pl
 
-from sigmap_assets.defs.signatures.assets import signatures
+from sigmap_assets.check_results import check_partition_keys, partitioned_check_result
+from sigmap_assets.defs.signatures.assets import screened_candidates, signatures
+from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage
 from sigmap_assets.tables import read_json
 
 
-def _keys(context: dg.AssetCheckExecutionContext) -> list[str]:
-    ctx = context.op_execution_context
-    return list(ctx.partition_keys) if ctx.has_partition_key_range or ctx.has_partition_key else []
+def candidate_problems(frame: pl.DataFrame) -> str | None:
+    """What is wrong with one benchmark's stored candidates (None when nothing is)."""
+    units = frame["unit"].to_numpy()
+    strength = frame["strength"].to_numpy()
+    if units.size and (units.min() < 0 or np.unique(units).size != units.size):
+        return "candidate units are negative or repeated"
+    if not np.all(np.isfinite(strength)):
+        return "non-finite candidate strengths"
+    if np.any(np.diff(strength) > 1e-12):
+        return "candidates are not ordered strongest first"
+    return None
+
+
+@dg.asset_check(
+    asset=screened_candidates,
+    partitions_def=benchmarks_partitions,
+    description=(
+        "Per benchmark: the stored candidates are distinct, non-negative units with finite "
+        "strengths, strongest first."
+    ),
+)
+def candidates_valid(
+    context: dg.AssetCheckExecutionContext, storage: SigmapStorage
+) -> dg.AssetCheckResult:
+    results = {}
+    for key in check_partition_keys(context):
+        path = storage.layout.screening_candidates(key)
+        if not path.exists():
+            results[key] = (False, {"problem": "no stored candidates"})
+            continue
+        frame = pl.read_parquet(path)
+        why = candidate_problems(frame)
+        results[key] = (why is None, {"candidates": frame.height, "problem": why or ""})
+    bad = {k: m["problem"] for k, (ok, m) in results.items() if not ok}
+    return partitioned_check_result(
+        context, screened_candidates.key, "candidates_valid", results,
+        summary={"problems": dg.MetadataValue.json(bad)},
+    )  # fmt: skip
 
 
 def signature_problems(s: dict) -> str | None:
@@ -52,6 +92,7 @@ def signature_problems(s: dict) -> str | None:
 
 @dg.asset_check(
     asset=signatures,
+    partitions_def=benchmarks_partitions,
     blocking=True,
     description=(
         "Each signature is finite and consistent with its stored calibration: for the "
@@ -64,20 +105,20 @@ def signature_problems(s: dict) -> str | None:
 def signature_valid(
     context: dg.AssetCheckExecutionContext, storage: SigmapStorage
 ) -> dg.AssetCheckResult:
-    problems, empty = {}, []
-    for key in _keys(context):
+    results = {}
+    for key in check_partition_keys(context):
         s = read_json(storage.layout.signature_summary(key))
-        if "skipped" in s:
-            continue  # not screenable (constant scores): reported by the asset, nothing to check
-        if not s["units"]:
-            empty.append(key)
+        if "skipped" in s:  # not testable on this world: reported by the asset
+            results[key] = (True, {"skipped": str(s["skipped"])})
+            continue
         why = signature_problems(s)
-        if why:
-            problems[key] = why
-    return dg.AssetCheckResult(
-        passed=not problems,
-        metadata={
+        results[key] = (why is None, {"units": len(s["units"]), "problem": why or ""})
+    problems = {k: m["problem"] for k, (ok, m) in results.items() if not ok}
+    empty = [k for k, (_, m) in results.items() if m.get("units") == 0]
+    return partitioned_check_result(
+        context, signatures.key, "signature_valid", results,
+        summary={
             "problems": dg.MetadataValue.json(problems),
             "empty_signatures": dg.MetadataValue.json(empty),
         },
-    )
+    )  # fmt: skip
