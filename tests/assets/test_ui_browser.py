@@ -1,8 +1,8 @@
 """The Dagster UI checked in a real browser.
 
 A small synthetic world is materialized (world → … → overlaps) into a persistent Dagster
-instance in a temporary ``DAGSTER_HOME``; ``dagster dev -w workspace.yaml`` is started on
-127.0.0.1 with that home and storage root, in its own process group; Debian's Chromium,
+instance in a temporary ``DAGSTER_HOME``; ``dg dev -w workspace.yaml`` is started on
+127.0.0.1 with that home and storage root, in its own process group (`dg dev`); Debian's Chromium,
 driven by Playwright (no browser download), opens the global asset lineage and two
 materialized asset pages and the models × shards partitions of token_nll, and checks what a user sees there: every asset of the code
 location on the graph, the materialization metadata of ``signature_overlap`` read from
@@ -19,12 +19,7 @@ import base64
 import os
 import re
 import shutil
-import signal
-import socket
 import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +27,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from tests.assets.dev_server import dev_server
 from tests.assets.harness import make_project, small_synthetic_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -51,7 +47,6 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1600, "height": 1200}
 UI_TIMEOUT_MS = 120_000  # first page loads compile the GraphQL schema; allow for a busy machine
-SERVER_TIMEOUT_S = 120
 
 GROUPS = ("world", "corpus", "models", "benchmarks", "signatures", "overlap", "metabench")
 # Named in the mission; all must be on the lineage graph (the graph shows every asset).
@@ -90,16 +85,6 @@ concurrency:
   runs:
     max_concurrent_runs: 0
 """
-
-# `dagster dev` shuts down cleanly on SIGINT (KeyboardInterrupt → it stops the webserver,
-# daemon and code servers). A process started from a non-interactive shell may inherit
-# SIGINT/SIGTERM as *ignored* (and ignored stays ignored across exec): reset both first.
-_EXEC_WITH_DEFAULT_SIGNALS = (
-    "import os, signal, sys\n"
-    "signal.signal(signal.SIGINT, signal.SIG_DFL)\n"
-    "signal.signal(signal.SIGTERM, signal.SIG_DFL)\n"
-    "os.execv(sys.argv[1], sys.argv[1:])\n"
-)
 
 
 # --------------------------------------------------------------------------- chromium
@@ -210,138 +195,13 @@ def materialized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Materialize
 # --------------------------------------------------------------------------- dagster dev
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Live (non-zombie) processes in process group ``pgid``, read from /proc."""
-    pids = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[0] != "Z" and int(fields[2]) == pgid:
-            pids.append(int(stat.parent.name))
-    return pids
-
-
-def _processes_mentioning(text: str) -> list[str]:
-    """Command lines of live processes that mention ``text`` (e.g. the test's DAGSTER_HOME)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            cmd = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            state = (cmdline.parent / "stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if text in cmd and state != "Z" and int(cmdline.parent.name) != os.getpid():
-            found.append(f"{cmdline.parent.name}: {cmd[:200]}")
-    return found
-
-
-def _stop_group(proc: subprocess.Popen, pgid: int) -> float:
-    """SIGINT the whole group (a clean shutdown), then SIGTERM, then SIGKILL; seconds taken."""
-    t0 = time.monotonic()
-    for sig, grace in ((signal.SIGINT, 30), (signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-        try:
-            os.killpg(pgid, sig)
-        except ProcessLookupError:
-            break
-        deadline = time.monotonic() + grace
-        while time.monotonic() < deadline:
-            proc.poll()
-            if not _group_members(pgid):
-                return time.monotonic() - t0
-            time.sleep(0.25)
-    proc.poll()
-    return time.monotonic() - t0
-
-
 @pytest.fixture
 def dagster_dev(materialized: Materialized, tmp_path: Path) -> Iterator[str]:
-    """``dagster dev -w <repo>/workspace.yaml`` on a free 127.0.0.1 port; yields its URL.
-
-    Its cwd is an empty temp folder: `dagster dev` loads a ``.env`` from its cwd *over* the
-    environment (``_inject_local_env_file``), and ``make install`` writes one in the repo
-    root that sets DAGSTER_HOME — from the repo root, this test's home would lose.
-    """
-    port = _free_port()
-    cwd = tmp_path / "dev-cwd"
-    cwd.mkdir()
-    log_path = tmp_path / "dagster-dev.log"
-    env = {
-        **os.environ,
-        "DAGSTER_HOME": str(materialized.home),
-        "SIGMAP_STORAGE": str(materialized.storage),
-        "PYTHONPATH": os.pathsep.join(
-            p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p
-        ),
-    }
-    cmd = [
-        sys.executable,
-        "-c",
-        _EXEC_WITH_DEFAULT_SIGNALS,
-        sys.executable,
-        "-m",
-        "dagster",
-        "dev",
-        "-w",
-        str(REPO / "workspace.yaml"),
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(port),
-    ]
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            cmd,
-            cwd=cwd,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    pgid = proc.pid  # start_new_session: the child leads its own session and process group
-
-    def log_tail() -> str:
-        return log_path.read_text(errors="replace")[-4000:]
-
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + SERVER_TIMEOUT_S
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"dagster dev exited with {proc.returncode}:\n{log_tail()}")
-            try:
-                with urllib.request.urlopen(f"{url}/server_info", timeout=5) as r:
-                    if r.status == 200 and b"dagster_webserver_version" in r.read():
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"{url}/server_info did not answer within {SERVER_TIMEOUT_S}s:\n{log_tail()}"
-                )
-            time.sleep(1)
-        yield url
-    finally:
-        took = _stop_group(proc, pgid)
-        left = _group_members(pgid)
-        orphans = _processes_mentioning(str(materialized.home))
-        for pid in left:  # never leave servers behind, even when the assertion below fails
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        assert not left, f"dagster dev group {pgid} still has {left} after {took:.0f}s"
-        assert not orphans, "processes of the test instance survived dagster dev:\n" + "\n".join(
-            orphans
-        )
+    """`dg dev -w <repo>/workspace.yaml` on a free 127.0.0.1 port (its own process group,
+    stopped group-wide, from an empty folder so the repo's .env cannot override the home);
+    yields its URL."""
+    with dev_server(materialized.home, materialized.storage, tmp_path / "dev-cwd") as server:
+        yield server.url
 
 
 # --------------------------------------------------------------------------- the browser
