@@ -31,6 +31,15 @@ _EXEC_WITH_DEFAULT_SIGNALS = (
 )
 
 
+def instance_yaml(max_concurrent_runs: int) -> str:
+    """A test home's dagster.yaml: no telemetry, no "join the community" dialog, and at most
+    this many runs at once (0: the run queue is paused)."""
+    return (
+        "telemetry:\n  enabled: false\nnux:\n  enabled: false\n"
+        f"concurrency:\n  runs:\n    max_concurrent_runs: {int(max_concurrent_runs)}\n"
+    )
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -28,20 +28,12 @@ import dagster as dg
 import pytest
 import yaml
 
-from tests.assets.dev_server import DevServer, dev_server
+from tests.assets.dev_server import DevServer, dev_server, instance_yaml
 from tests.assets.harness import small_synthetic_world
 
 pytestmark = pytest.mark.slow
 
-DAGSTER_YAML = """\
-telemetry:
-  enabled: false
-nux:
-  enabled: false
-concurrency:
-  runs:
-    max_concurrent_runs: 2
-"""
+DAGSTER_YAML = instance_yaml(max_concurrent_runs=2)
 WAIT_S = 900  # a phase on a loaded 2-core machine
 
 LAUNCH = """

@@ -27,7 +27,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from tests.assets.dev_server import dev_server
+from tests.assets.dev_server import dev_server, instance_yaml
 from tests.assets.harness import make_project, small_synthetic_world
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -73,18 +73,9 @@ EXPECTED_ASSETS = (
 # Materialized by Project.through("overlap"); overlap_report and metabench are not.
 MATERIALIZED = ("token_nll", "nll_ranks", "screened_candidates", "signatures", "signature_overlap")
 
-# Instance settings for the test home: no telemetry, no "join the community" dialog, and the
-# run queue paused — the daemon's sensors may request runs (catalog_sensor does on its first
-# tick); they stay queued instead of competing for the CPU while the browser works.
-DAGSTER_YAML = """\
-telemetry:
-  enabled: false
-nux:
-  enabled: false
-concurrency:
-  runs:
-    max_concurrent_runs: 0
-"""
+# The test home's run queue is paused: the daemon's sensors may request runs (catalog_sensor
+# does on its first tick); they stay queued instead of competing for the CPU with the browser.
+DAGSTER_YAML = instance_yaml(max_concurrent_runs=0)
 
 
 # --------------------------------------------------------------------------- chromium
