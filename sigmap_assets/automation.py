@@ -24,10 +24,30 @@ retried in a loop: GPU work is requested once per cell.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import Any
 
 import dagster as dg
+
+TICK_ENV = "SIGMAP_TICK_SECONDS"
+
+
+def tick_seconds(default: int) -> int:
+    """Minimum seconds between two ticks of a sigmap sensor (or of the automation sensor).
+
+    ``default`` unless the environment variable ``SIGMAP_TICK_SECONDS`` is set when the code
+    location loads, which sets every sigmap sensor's interval at once (a positive integer;
+    e.g. 5 for a development daemon that should react within seconds). A bad value stops the
+    load with one line naming the variable and the fix.
+    """
+    raw = os.environ.get(TICK_ENV, "").strip()
+    if not raw:
+        return default
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"{TICK_ENV}={raw!r}: expected a positive whole number of seconds")
+    return int(raw)
+
 
 AC = dg.AutomationCondition
 

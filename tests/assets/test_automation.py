@@ -13,6 +13,7 @@ from pathlib import Path
 
 import dagster as dg
 import numpy as np
+import pytest
 import yaml
 
 from sigmap_assets.defs.automation.sensors import (
@@ -362,3 +363,30 @@ def test_automated_assets_are_derived_from_their_own_conditions() -> None:
     } <= with_condition
     assert "corpus_manifest" not in with_condition  # the corpus sensor requests it
     assert {"irt_item_pool", "irt_fits", "metabench_selection", "metabench"} <= with_condition
+
+
+def test_tick_interval_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    import sigmap_assets.defs.automation.sensors as automation_sensors
+    import sigmap_assets.defs.models.sensors as model_sensors
+    from sigmap_assets.automation import TICK_ENV, tick_seconds
+
+    monkeypatch.delenv(TICK_ENV, raising=False)
+    assert tick_seconds(30) == 30
+    for bad in ("0", "-5", "fast", "2.5"):
+        monkeypatch.setenv(TICK_ENV, bad)
+        with pytest.raises(ValueError, match=f"{TICK_ENV}={bad!r}: expected a positive"):
+            tick_seconds(30)
+    monkeypatch.setenv(TICK_ENV, "7")
+    try:
+        for module in (automation_sensors, model_sensors):
+            importlib.reload(module)
+        assert automation_sensors.sigmap_automation.minimum_interval_seconds == 7
+        assert automation_sensors.corpus_sensor.minimum_interval_seconds == 7
+        assert model_sensors.new_model_sensor.minimum_interval_seconds == 7
+    finally:
+        monkeypatch.delenv(TICK_ENV)
+        for module in (automation_sensors, model_sensors):
+            importlib.reload(module)
+    assert automation_sensors.corpus_sensor.minimum_interval_seconds == 60

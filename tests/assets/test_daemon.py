@@ -35,6 +35,7 @@ pytestmark = pytest.mark.slow
 
 DAGSTER_YAML = instance_yaml(max_concurrent_runs=2)
 WAIT_S = 900  # a phase on a loaded 2-core machine
+TICK_S = 5  # sensor and automation intervals (defaults 30-60 s): a daemon that reacts quickly
 
 LAUNCH = """
 mutation ($p: LaunchBackfillParams!) {
@@ -166,6 +167,7 @@ def test_sensors_automation_and_backfills_under_a_real_daemon(
     (home / "dagster.yaml").write_text(DAGSTER_YAML)
     write_project_config(str(storage), world="folder", world_path=str(world))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.setenv("SIGMAP_TICK_SECONDS", str(TICK_S))  # every sensor, automation too
     timings: dict[str, float] = {}
     with (
         dev_server(

@@ -13,6 +13,7 @@ import hashlib
 
 import dagster as dg
 
+from sigmap_assets.automation import tick_seconds
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import WorldResource
 
@@ -20,7 +21,7 @@ sigmap_automation = dg.AutomationConditionSensorDefinition(
     name="sigmap_automation",
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=tick_seconds(30),
     description="Evaluates the automation conditions of every sigmap asset.",
 )
 
@@ -36,7 +37,7 @@ nightly_score_refresh = dg.ScheduleDefinition(
 @dg.sensor(
     name="catalog_sensor",
     target=dg.AssetSelection.assets("benchmark_catalog", "benchmark_scores"),
-    minimum_interval_seconds=60,
+    minimum_interval_seconds=tick_seconds(60),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description="When catalog.yaml changes, re-reads it (adding `benchmarks` partitions) and the scores.",
 )
@@ -80,7 +81,7 @@ def corpus_digest(corpus_dir) -> str:
 @dg.sensor(
     name="corpus_sensor",
     target=dg.AssetSelection.assets("corpus_manifest"),
-    minimum_interval_seconds=60,
+    minimum_interval_seconds=tick_seconds(60),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "When the corpus folder's files change (added, removed, rewritten), re-plans the shards "

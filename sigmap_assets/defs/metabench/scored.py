@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from sigmap_assets.automation import tick_seconds
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import scored_models_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -40,7 +41,7 @@ def folder_fingerprint(folder: Path) -> str:
 @dg.asset(
     group_name="metabench",
     partitions_def=scored_models_partitions,
-    deps=["metabench"],
+    deps=["metabench", "lm_eval_logs"],
     kinds={"json"},
 )
 def scored_models(
@@ -92,7 +93,7 @@ def scored_models(
 @dg.sensor(
     name="lm_eval_logs_sensor",
     target=dg.AssetSelection.assets("scored_models"),
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=tick_seconds(30),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Watches the lm-eval output folder (`lm_eval_logs` in sigmap.yaml, else "

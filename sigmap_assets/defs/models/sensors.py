@@ -5,6 +5,7 @@ import json
 
 import dagster as dg
 
+from sigmap_assets.automation import tick_seconds
 from sigmap_assets.partitions import cell_key, models_partitions, shards_partitions
 from sigmap_assets.registry_sync import plan_model_sync
 from sigmap_assets.resources import WorldResource
@@ -13,7 +14,7 @@ from sigmap_assets.resources import WorldResource
 @dg.sensor(
     name="new_model_sensor",
     target=dg.AssetSelection.assets("model_registry", "benchmark_scores"),
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=tick_seconds(30),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Reads models.yaml; in one tick adds a `models` partition for every new model (a row of "
