@@ -46,6 +46,12 @@ ASSET_STEPS: dict[str, str] = {
     "metabench_selection": "metabench",
     "metabench": "metabench",
     "scored_models": "metabench",
+    # the user's inputs (observable source assets): how their data versions are taken
+    "registry_file": "inputs",
+    "catalog_file": "inputs",
+    "corpus_files": "inputs",
+    "score_sources": "inputs",
+    "lm_eval_logs": "inputs",
 }
 
 

@@ -21,7 +21,7 @@ class ScoresConfig(SigmapConfig):
     """Turn the min_models warning into an error."""
 
 
-@dg.asset(group_name="benchmarks", deps=["model_zoo"], kinds={"parquet"})
+@dg.asset(group_name="benchmarks", deps=["model_zoo", "catalog_file"], kinds={"parquet"})
 def benchmark_catalog(
     context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
 ) -> dg.MaterializeResult:
@@ -71,7 +71,14 @@ def benchmark_catalog(
 
 @dg.asset(
     group_name="benchmarks",
-    deps=["model_zoo", benchmark_catalog, "model_registry"],
+    deps=[
+        "model_zoo",
+        benchmark_catalog,
+        "model_registry",
+        "score_sources",
+        "catalog_file",
+        "registry_file",
+    ],
     kinds={"parquet"},
 )
 def benchmark_scores(

@@ -34,7 +34,7 @@ def legacy_root_message(storage: SigmapStorage) -> str | None:
     )
 
 
-@dg.asset(group_name="corpus", deps=["model_zoo"], kinds={"parquet"})
+@dg.asset(group_name="corpus", deps=["model_zoo", "corpus_files"], kinds={"parquet"})
 def corpus_manifest(
     context: dg.AssetExecutionContext,
     config: CorpusConfig,

@@ -26,7 +26,7 @@ GPU_OP_TAGS = {
 }
 
 
-@dg.asset(group_name="models", deps=["model_zoo"], kinds={"parquet"})
+@dg.asset(group_name="models", deps=["model_zoo", "registry_file"], kinds={"parquet"})
 def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
     """The models of the registry (`models.yaml`): raw id, partition key, family, size, revision."""
     import polars as pl

@@ -1,0 +1,61 @@
+"""The input observer: an observation of each user input whose fingerprint changed."""
+
+from __future__ import annotations
+
+import dagster as dg
+
+from sigmap_assets.automation import tick_seconds
+from sigmap_assets.defs.inputs.assets import InputVersion, input_versions, user_inputs
+from sigmap_assets.resources import WorldResource
+
+#: The tag an observation's data version is recorded under (what `ObserveResult` writes).
+DATA_VERSION_TAG = "dagster/data_version"
+
+
+def last_observed(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
+    """The data version of ``key``'s latest observation (None when never observed)."""
+    records = instance.fetch_observations(dg.AssetRecordsFilter(asset_key=key), limit=1).records
+    if not records or records[0].asset_observation is None:
+        return None
+    return records[0].asset_observation.tags.get(DATA_VERSION_TAG)
+
+
+def observation(key: dg.AssetKey, v: InputVersion) -> dg.AssetObservation:
+    """The observation `user_inputs` would record for this fingerprint."""
+    return dg.AssetObservation(
+        asset_key=key,
+        metadata=v.metadata(),
+        tags={DATA_VERSION_TAG: v.version},
+        description="observed by input_observer",
+    )
+
+
+@dg.sensor(
+    name="input_observer",
+    minimum_interval_seconds=tick_seconds(30),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description=(
+        "Fingerprints the user's inputs (registry, catalog, corpus files, score sources, "
+        "lm-eval logs) each tick and records an observation of every input whose fingerprint "
+        "differs from the one last observed. It launches no run: the other sensors and the "
+        "schedule refresh what reads the inputs."
+    ),
+)
+def input_observer(
+    context: dg.SensorEvaluationContext, world: WorldResource
+) -> dg.SensorResult | dg.SkipReason:
+    try:
+        versions = input_versions(world)
+    except (OSError, ValueError) as exc:  # no world folder yet, an unreadable file
+        return dg.SkipReason(f"inputs not readable yet: {exc}")
+    keys = sorted(user_inputs.keys, key=lambda k: k.to_user_string())
+    events = [
+        observation(key, versions[key.to_user_string()])
+        for key in keys
+        if last_observed(context.instance, key) != versions[key.to_user_string()].version
+    ]
+    if not events:
+        return dg.SkipReason("inputs unchanged since their last observation")
+    names = ", ".join(e.asset_key.to_user_string() for e in events)
+    context.log.info(f"inputs changed: {names}")
+    return dg.SensorResult(asset_events=events)
