@@ -1,5 +1,6 @@
 """The sigmap Dagster code location: one Definitions, loaded from the defs folder, each asset
-with the code version of the library step that computes it (`sigmap_assets.versions`).
+with the code version of the library step that computes it (`sigmap_assets.versions`), its
+owners and a link to its source code.
 
 Runs execute in process: nearly every sigmap run materializes one asset (a cell, a shard, a
 range of benchmarks), and the multiprocess executor would start a second Python process (a
@@ -13,23 +14,31 @@ from pathlib import Path
 import dagster as dg
 
 
-def with_code_versions(loaded: dg.Definitions) -> dg.Definitions:
-    """``loaded`` with every asset's ``code_version`` set from :mod:`sigmap_assets.versions`.
+def described_for_ui(loaded: dg.Definitions) -> dg.Definitions:
+    """``loaded`` with every asset described for the UI: the ``code_version`` of its step
+    (:mod:`sigmap_assets.versions`), the owners (:data:`sigmap_assets.metadata.OWNERS`), and
+    a reference to the source file and line that computes it (the UI's "Code" links; local
+    paths, as the project needs no git remote).
 
     The defs folder yields an asset object once per module that names it (a checks module
     imports its asset), so the objects are de-duplicated before their specs are mapped.
     """
+    from sigmap_assets.metadata import OWNERS
     from sigmap_assets.versions import code_version
 
     unique = list({id(a): a for a in loaded.assets or []}.values())
-    assets = [
-        a.map_asset_specs(
-            lambda s: s.replace_attributes(code_version=code_version(s.key.to_user_string()))
-        )
-        if isinstance(a, dg.AssetsDefinition)
-        else a
-        for a in unique
-    ]
+    assets = dg.with_source_code_references(
+        [
+            a.map_asset_specs(
+                lambda s: s.replace_attributes(
+                    code_version=code_version(s.key.to_user_string()), owners=OWNERS
+                )
+            )
+            if isinstance(a, dg.AssetsDefinition)
+            else a
+            for a in unique
+        ]
+    )
     return dg.Definitions(
         assets=assets,
         asset_checks=loaded.asset_checks,
@@ -46,4 +55,4 @@ def with_code_versions(loaded: dg.Definitions) -> dg.Definitions:
 
 @dg.definitions
 def defs() -> dg.Definitions:
-    return with_code_versions(dg.load_from_defs_folder(path_within_project=Path(__file__).parent))
+    return described_for_ui(dg.load_from_defs_folder(path_within_project=Path(__file__).parent))

@@ -9,6 +9,9 @@ from typing import Any
 
 import dagster as dg
 
+#: The owners of every sigmap asset (the UI's Owner column and filter).
+OWNERS = ["team:sigmap"]
+
 
 def md_table(
     rows: Sequence[Mapping[str, Any]], columns: Sequence[str] | None = None, max_rows: int = 30
@@ -24,6 +27,27 @@ def md_table(
     if columns is not None:
         rows = [{c: r.get(c, "") for c in columns} for r in rows]
     return markdown_table(rows, max_rows=max_rows)
+
+
+#: The metadata keys the Dagster UI reads a table's row count and columns from.
+ROW_COUNT, COLUMN_SCHEMA = "dagster/row_count", "dagster/column_schema"
+
+
+def table_metadata(frame: Any, max_columns: int = 200) -> dict[str, Any]:
+    """A stored table's row count and column schema (name and dtype of each column) for the
+    UI's overview and Columns tab, from the polars or pandas frame that was written. A table
+    wider than ``max_columns`` (a response matrix has a column per item) lists its first
+    ``max_columns`` columns; ``column_count`` gives the full count."""
+    if hasattr(frame, "height"):  # polars
+        n, cols = frame.height, [(str(c), str(t)) for c, t in frame.schema.items()]
+    else:  # pandas
+        n, cols = len(frame), [(str(c), str(t)) for c, t in frame.dtypes.items()]
+    schema = dg.TableSchema(columns=[dg.TableColumn(c, t) for c, t in cols[:max_columns]])
+    return {
+        ROW_COUNT: dg.MetadataValue.int(int(n)),
+        COLUMN_SCHEMA: dg.MetadataValue.table_schema(schema),
+        "column_count": dg.MetadataValue.int(len(cols)),
+    }
 
 
 def frame_rows(df: Any) -> list[dict[str, Any]]:

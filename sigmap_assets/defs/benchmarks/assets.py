@@ -1,16 +1,24 @@
 """Benchmarks: the catalog (family, format, function), the score table, items per benchmark."""
 
 import hashlib
+from datetime import timedelta
 
 import dagster as dg
 
 from sigmap_assets.automation import automated, partition_condition
 from sigmap_assets.config import SigmapConfig
-from sigmap_assets.metadata import md_table
+from sigmap_assets.metadata import md_table, table_metadata
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import skipped_partitions
 from sigmap_assets.tables import write_json, write_parquet
+
+#: The catalog and the scores are re-read every night at 03:00 UTC (`nightly_score_refresh`):
+#: they are fresh while each day's re-read happened between 03:00 and 05:00 UTC, and the UI
+#: shows them failing their freshness policy when a night's refresh did not run.
+NIGHTLY_FRESHNESS = dg.FreshnessPolicy.cron(
+    deadline_cron="0 5 * * *", lower_bound_delta=timedelta(hours=2)
+)
 
 
 class ScoresConfig(SigmapConfig):
@@ -21,7 +29,12 @@ class ScoresConfig(SigmapConfig):
     """Turn the min_models warning into an error."""
 
 
-@dg.asset(group_name="benchmarks", deps=["model_zoo", "catalog_file"], kinds={"parquet"})
+@dg.asset(
+    group_name="benchmarks",
+    deps=["model_zoo", "catalog_file"],
+    kinds={"parquet"},
+    freshness_policy=NIGHTLY_FRESHNESS,
+)
 def benchmark_catalog(
     context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
 ) -> dg.MaterializeResult:
@@ -46,10 +59,8 @@ def benchmark_catalog(
         }
         for b in catalog.values()
     ]
-    write_parquet(
-        pl.DataFrame(rows, infer_schema_length=None),
-        storage.layout.catalog_table(),
-    )
+    table = pl.DataFrame(rows, infer_schema_length=None)
+    write_parquet(table, storage.layout.catalog_table())
     existing = set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
     new = [r["key"] for r in rows if r["key"] not in existing]
     if new:
@@ -57,6 +68,7 @@ def benchmark_catalog(
     fp = hashlib.sha256(repr(rows).encode()).hexdigest()[:16]
     return dg.MaterializeResult(
         metadata={
+            **table_metadata(table),
             "catalog": dg.MetadataValue.path(str(path)),
             "benchmarks": len(rows),
             "new_partitions": dg.MetadataValue.json(new),
@@ -80,6 +92,7 @@ def benchmark_catalog(
         "registry_file",
     ],
     kinds={"parquet"},
+    freshness_policy=NIGHTLY_FRESHNESS,
 )
 def benchmark_scores(
     config: ScoresConfig, world: WorldResource, storage: SigmapStorage
@@ -127,6 +140,7 @@ def benchmark_scores(
     return dg.MaterializeResult(
         metadata={
             **skipped_partitions(skipped),
+            **table_metadata(table),
             "table": dg.MetadataValue.path(str(out)),
             "scores": table.height,
             "models_matched": len(match.mapping),
@@ -166,6 +180,7 @@ def benchmark_items(
         if b.items:
             q = read_questions(b.items)
             write_parquet(q, storage.layout.item_questions(key))
+            context.add_asset_metadata(table_metadata(q), partition_key=key)
             row["questions"] = q.height
         else:  # stored copies follow the catalog: an entry removed there is removed here
             storage.layout.item_questions(key).unlink(missing_ok=True)
@@ -177,6 +192,8 @@ def benchmark_items(
                 pl.DataFrame(r.matrix, schema=list(r.item_ids), orient="row")
             )
             write_parquet(frame, storage.layout.item_responses(key))
+            if not b.items:  # no question texts: the response matrix is the table
+                context.add_asset_metadata(table_metadata(frame), partition_key=key)
             row["models"] = len(r.models)
             row["items_with_responses"] = len(r.item_ids)
             row["mean_correct"] = float(r.matrix.mean())

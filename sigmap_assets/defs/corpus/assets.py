@@ -6,7 +6,7 @@ import dagster as dg
 
 from sigmap_assets.automation import automated, new_partition_condition
 from sigmap_assets.config import SigmapConfig
-from sigmap_assets.metadata import md_table
+from sigmap_assets.metadata import md_table, table_metadata
 from sigmap_assets.partitions import shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.state import StoredState
@@ -64,7 +64,8 @@ def corpus_manifest(
     previous = list(state.plan)
     plan = plan_corpus(layout.corpus, target_units=config.shard_units, previous=previous)
     diff = diff_plans(previous, plan)
-    write_parquet(pl.DataFrame(rows), storage.layout.corpus_manifest())
+    manifest = pl.DataFrame(rows)
+    write_parquet(manifest, storage.layout.corpus_manifest())
     write_json(
         {
             "shards": [s.to_dict() for s in plan],
@@ -88,6 +89,7 @@ def corpus_manifest(
     ]
     return dg.MaterializeResult(
         metadata={
+            **table_metadata(manifest),
             "corpus_dir": dg.MetadataValue.path(str(layout.corpus)),
             "files": len(rows),
             "bytes": sum(r["bytes"] for r in rows),

@@ -15,7 +15,7 @@ import dagster as dg
 
 from sigmap_assets.automation import aggregate_condition, automated, partition_condition
 from sigmap_assets.config import SigmapConfig
-from sigmap_assets.metadata import image_md, md_table
+from sigmap_assets.metadata import image_md, md_table, table_metadata
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import asset_ran, asset_skip_reason, skip_asset, skipped_partitions
@@ -181,6 +181,7 @@ def irt_item_pool(
         if pool is None:
             continue
         save_item_pool(pool, mb_dir(storage, key, "pool"))
+        context.add_asset_metadata(table_metadata(pool.item_stats), partition_key=key)
         storage.layout.metabench_skipped(key).unlink(missing_ok=True)
         excluded = pool.item_stats["excluded_by"].fillna("").astype(str)
         rows.append(
@@ -279,6 +280,7 @@ def metabench_selection(
         if fit is None:
             continue
         save_benchmark_fit(fit, split, cfg, mb_dir(storage, key, "selection"))
+        context.add_asset_metadata(table_metadata(fit.params), partition_key=key)
         rows.append(
             {
                 "benchmark": key,

@@ -10,7 +10,7 @@ import dagster as dg
 from sigmap_assets.automation import aggregate_condition, automated, cell_condition
 from sigmap_assets.config import SigmapConfig
 from sigmap_assets.layout import StorageLayout
-from sigmap_assets.metadata import md_table
+from sigmap_assets.metadata import md_table, table_metadata
 from sigmap_assets.partitions import BY_SHARD, cells_partitions, shards_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
 from sigmap_assets.state import CurrentRanks, StoredState, UsedShard
@@ -56,6 +56,7 @@ def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.Materiali
     fp = hashlib.sha256(json.dumps(fp_rows, sort_keys=True, default=str).encode()).hexdigest()[:16]
     return dg.MaterializeResult(
         metadata={
+            **table_metadata(table),
             "registry": dg.MetadataValue.path(str(path)),
             "models": len(rows),
             "families": len({r["family"] for r in rows}),

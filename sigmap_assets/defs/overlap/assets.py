@@ -5,7 +5,7 @@ import numpy as np
 
 from sigmap_assets.automation import aggregate_condition, automated
 from sigmap_assets.config import SigmapConfig
-from sigmap_assets.metadata import image_md, md_table
+from sigmap_assets.metadata import image_md, md_table, table_metadata
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import asset_ran, skip_level
 from sigmap_assets.state import StoredState
@@ -32,6 +32,7 @@ def level_result(
     return dg.MaterializeResult(
         metadata={
             **metadata,
+            **table_metadata(matrix.to_frame()),
             "benchmarks": len(matrix.labels),
             "spread": dg.MetadataValue.json(
                 {

@@ -10,7 +10,7 @@ import polars as pl
 
 from sigmap_assets.automation import aggregate_condition, automated, partition_condition
 from sigmap_assets.config import SigmapConfig
-from sigmap_assets.metadata import image_md, md_table, signature_md, signature_row
+from sigmap_assets.metadata import image_md, md_table, signature_md, signature_row, table_metadata
 from sigmap_assets.partitions import benchmarks_partitions, shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import skipped_partitions
@@ -171,10 +171,10 @@ def store_screen(state: StoredState, key: str, res) -> dict:
     from sigmap_lib.reporting import correlation_histogram
 
     layout, cur = state.layout, state.current
-    write_parquet(
-        pl.DataFrame({c: getattr(res, "indices" if c == "unit" else c) for c in CANDIDATE_SCHEMA}),
-        layout.screening_candidates(key),
+    candidates = pl.DataFrame(
+        {c: getattr(res, "indices" if c == "unit" else c) for c in CANDIDATE_SCHEMA}
     )
+    write_parquet(candidates, layout.screening_candidates(key))
     summary = {
         "benchmark": key,
         "statistic": res.statistic,
@@ -205,6 +205,7 @@ def store_screen(state: StoredState, key: str, res) -> dict:
         "best strength": res.best,
         "share |γ|<0.2": float(small) if res.statistic == "thrush" else float("nan"),
         "png": png,
+        "table": table_metadata(candidates),
     }
 
 
@@ -240,7 +241,9 @@ def screened_candidates(
     valid, skipped = split_screenable(y_all, keys, world.minimums().signature_models)
     for key, reason in skipped.items():
         context.log.warning(f"benchmark {key} not screened: {reason}")
-        write_parquet(pl.DataFrame(schema=CANDIDATE_SCHEMA), state.layout.screening_candidates(key))
+        empty = pl.DataFrame(schema=CANDIDATE_SCHEMA)
+        write_parquet(empty, state.layout.screening_candidates(key))
+        context.add_asset_metadata(table_metadata(empty), partition_key=key)
         write_json(
             {"benchmark": key, "skipped": reason, "ranks_dir": cur.identity},
             state.layout.screening_summary(key),
@@ -253,6 +256,8 @@ def screened_candidates(
     results = merge_screen(parts, k=k) if keys else []
     rows = [store_screen(state, key, res) for key, res in zip(keys, results)]
     plots = [(r["benchmark"], r.pop("png")) for r in rows]
+    for r in rows:
+        context.add_asset_metadata(r.pop("table"), partition_key=r["benchmark"])
     md = "\n\n".join(image_md(p, f"{k}: distribution of all correlations") for k, p in plots[:12])
     return dg.MaterializeResult(
         metadata={
@@ -372,7 +377,9 @@ def signatures(
         except SigmapInputError as exc:
             skipped.setdefault(key, str(exc))
     for key, reason in skipped.items():
-        write_parquet(pl.DataFrame(schema=UNIT_SCHEMA), state.layout.signature_units(key))
+        empty = pl.DataFrame(schema=UNIT_SCHEMA)
+        write_parquet(empty, state.layout.signature_units(key))
+        context.add_asset_metadata(table_metadata(empty), partition_key=key)
         write_json(
             {"benchmark": key, "skipped": reason, "units": [], "ranks_dir": cur.identity},
             state.layout.signature_summary(key),
@@ -386,8 +393,10 @@ def signatures(
     opened = state.open_current()
     y = y_all[:, [requested.index(k) for k in keys]]
     stored = extract_and_store(state, config, keys, screened[keys[0]], y, strata, opened)
-    rows = [r for r, _, _ in stored]
-    plots = [p for _, _, p in stored if p is not None]
+    rows = [r for r, *_ in stored]
+    plots = [p for _, _, p, _ in stored if p is not None]
+    for key, (*_, table) in zip(keys, stored):
+        context.add_asset_metadata(table, partition_key=key)
     return dg.MaterializeResult(
         metadata={
             "benchmarks": len(keys),
@@ -395,7 +404,7 @@ def signatures(
             "method": config.method,
             "empty": dg.MetadataValue.json([r["benchmark"] for r in rows if r["units"] == 0]),
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
-            "signatures": dg.MetadataValue.md("\n\n".join(t for _, t, _ in stored)),
+            "signatures": dg.MetadataValue.md("\n\n".join(t for _, t, *_ in stored)),
             "null_plots": dg.MetadataValue.md(
                 "\n\n".join(image_md(p) for p in plots) or "_(none)_"
             ),
@@ -409,7 +418,7 @@ def extract_and_store(
 ) -> list[tuple]:
     """Extract the signatures of ``keys`` (settings from their ``screen`` and ``config``),
     write each one (units in context, summary) and the first 12 null plots; per benchmark
-    its UI row, markdown and plot (or None)."""
+    its UI row, markdown, plot (or None) and table metadata."""
     from sigmap_lib.reporting import null_threshold_plot
     from sigmap_lib.signatures import SignatureSettings, extract_signatures, signature_table
 
@@ -450,7 +459,7 @@ def extract_and_store(
             **extras,
         }
         cal, png = sig.calibration, None
-        if cal is not None and cal.null_max.size and sum(p is not None for *_, p in out) < 12:
+        if cal is not None and cal.null_max.size and sum(p is not None for _, _, p, _ in out) < 12:
             png = null_threshold_plot(
                 cal.null_max,
                 cal.threshold,
@@ -458,7 +467,9 @@ def extract_and_store(
                 layout.signature_null_plot(key),
                 title=f"{key}: max-T threshold vs the permutation null (P = {cal.n_permutations})",
             )
-        write_parquet(pl.DataFrame(units, schema=UNIT_SCHEMA), layout.signature_units(key))
+        table = pl.DataFrame(units, schema=UNIT_SCHEMA)
+        write_parquet(table, layout.signature_units(key))
         write_json(summary, layout.signature_summary(key))
-        out.append((signature_row(key, sig, summary), signature_md(key, sig, units), png))
+        row, md = signature_row(key, sig, summary), signature_md(key, sig, units)
+        out.append((row, md, png, table_metadata(table)))
     return out
