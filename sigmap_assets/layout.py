@@ -141,6 +141,22 @@ class StorageLayout:
             old += [p for p in nll.iterdir() if p.is_dir() and p.name != "shards"]
         return [p for p in old if p.exists()]
 
+    def refuse_legacy(self) -> None:
+        """Raise :class:`~sigmap_lib.errors.SigmapInputError` when this root holds data of the
+        single-corpus layout (:meth:`legacy_paths`): one line naming the paths and the fix.
+        Nothing is deleted."""
+        from sigmap_lib.errors import SigmapInputError
+
+        old = self.legacy_paths()
+        if old:
+            raise SigmapInputError(
+                f"storage root {self.root} holds data of the single-corpus layout of an older "
+                f"sigmap ({', '.join(str(p) for p in old[:4])}); shard stores are never mixed "
+                "with it. Point SIGMAP_STORAGE (or --storage) at a new folder and re-run, or move "
+                "those paths away yourself (nothing was deleted; see docs/OPERATIONS.md, "
+                "'Upgrading a storage root')"
+            )
+
     # tables ------------------------------------------------------------------------
     def registry_table(self) -> Any:
         return self._path("tables", "model_registry.parquet")
@@ -238,6 +254,15 @@ class StorageLayout:
     def overlap_heatmap(self, level: str) -> Path:
         return self.plot(f"{level}_heatmap.png")
 
+    def overlap_levels_plot(self) -> Path:
+        """The three overlap levels side by side (the overlap report writes it into
+        :meth:`plots_dir`)."""
+        return self.plot("overlap_levels.png")
+
+    def report_heatmap(self, level: str) -> Path:
+        """One level's clustered heatmap in the overlap report (written into :meth:`plots_dir`)."""
+        return self.plot(f"report_{level}_heatmap.png")
+
     def embeddings_dir(self) -> Any:
         return self._path("embeddings")
 
@@ -247,6 +272,11 @@ class StorageLayout:
 
     def metabench_stage(self, bench_key: str, stage: str) -> Any:
         return self._path("metabench", bench_key, stage)
+
+    def metabench_selection_fit(self, bench_key: str) -> Any:
+        """The fit file ``metabench_selection`` stores for one benchmark (written by
+        ``sigmap_lib.metabench.save_benchmark_fit``): present once the benchmark is distilled."""
+        return self.metabench_stage(bench_key, "selection") / "metabench.json"
 
     def metabench_skipped(self, bench_key: str) -> Any:
         return self._path("metabench", bench_key, "skipped.json")

@@ -188,11 +188,12 @@ def test_storage_root_of_the_old_layout_is_refused_with_what_to_do(project: Proj
     project.materialize(["model_zoo"])
     res = project.materialize(["corpus_manifest"], raise_on_error=False)
     assert not res.success
-    msg = "\n".join(
-        str(e.step_failure_data.error.to_string())
-        for e in res.all_events
-        if e.event_type_value == "STEP_FAILURE"
-    )
+    [error] = [e.step_failure_data.error for e in res.all_events if e.is_step_failure]
+    while error.cause is not None:  # Dagster wraps what the asset raised
+        error = error.cause
+    assert error.cls_name == "SigmapInputError", error.to_string()
+    msg = error.message.strip()
+    assert "\n" not in msg  # one line: what, where, the fix
     assert "older sigmap" in msg and str(old) in msg and "new folder" in msg, msg
     assert (old / "manifest.json").exists() and legacy_nll.exists()  # nothing deleted
     assert not project.keys("shards")

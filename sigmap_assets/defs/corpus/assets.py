@@ -21,19 +21,6 @@ class CorpusConfig(SigmapConfig):
     sizing rule of docs/FORMATS.md). Changing it re-plans new or changed files only."""
 
 
-def legacy_root_message(storage: SigmapStorage) -> str | None:
-    """Why this storage root cannot be used as it is (written before shards), or None."""
-    old = storage.layout.legacy_paths()
-    if not old:
-        return None
-    return (
-        f"storage root {storage.root} holds data of the single-corpus layout of an older "
-        f"sigmap ({', '.join(str(p) for p in old[:4])}); shard stores are never mixed with it. "
-        "Point SIGMAP_STORAGE (or --storage) at a new folder and re-run, or move those paths "
-        "away yourself (nothing was deleted; see docs/OPERATIONS.md, 'Upgrading a storage root')"
-    )
-
-
 @dg.asset(group_name="corpus", deps=["model_zoo", "corpus_files"], kinds={"parquet"})
 def corpus_manifest(
     context: dg.AssetExecutionContext,
@@ -50,9 +37,7 @@ def corpus_manifest(
     from sigmap_lib.inputs import corpus_file_rows, diff_plans, plan_corpus
     from sigmap_lib.worlds import check_world
 
-    why = legacy_root_message(storage)
-    if why:
-        raise dg.Failure(why)
+    storage.layout.refuse_legacy()
     if config.shard_units < 1:
         raise dg.Failure(
             f"corpus_manifest: shard_units={config.shard_units} must be positive (units per "

@@ -329,13 +329,12 @@ def benchmark_fits(storage: SigmapStorage, responses: dict) -> tuple[dict, dict]
 
     fits, skipped = {}, {}
     for key in StoredState.read(storage).benchmark_keys:
-        d = mb_dir(storage, key, "selection")
         if skip_reason(storage, key):
             skipped[key] = skip_reason(storage, key)
         elif key not in responses:
             skipped[key] = "no item responses (catalog `responses:`)"
-        elif (d / "metabench.json").exists():
-            fits[key] = load_benchmark_fit(d)
+        elif storage.layout.metabench_selection_fit(key).exists():
+            fits[key] = load_benchmark_fit(mb_dir(storage, key, "selection"))
     return fits, skipped
 
 

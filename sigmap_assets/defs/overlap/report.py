@@ -217,8 +217,8 @@ def report_metadata(state: StoredState, levels: dict, report: OverlapReport) -> 
     images = "\n\n".join(
         image_md(p, t)
         for t, p in [
-            ("three levels", layout.plot("overlap_levels.png")),
-            *[(f"{lv} (clustered)", layout.plot(f"report_{lv}_heatmap.png")) for lv in levels],
+            ("three levels", layout.overlap_levels_plot()),
+            *[(f"{lv} (clustered)", layout.report_heatmap(lv)) for lv in levels],
         ]
         if p.exists()
     )
