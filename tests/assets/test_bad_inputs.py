@@ -70,7 +70,9 @@ def run(
 ) -> dg.ExecuteInProcessResult:
     """Materialize only the named assets (their stored upstreams are read from disk)."""
     assets = list(
-        {a.key.to_user_string(): a for a in p.assets if a.key.to_user_string() in names}.values()
+        {
+            k.to_user_string(): a for a in p.assets for k in a.keys if k.to_user_string() in names
+        }.values()
     )
     assert len(assets) == len(names), names
     return dg.materialize(
