@@ -9,6 +9,7 @@ second import of the code location) for that one step. The scale-out code locati
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import dagster as dg
@@ -27,18 +28,19 @@ def described_for_ui(loaded: dg.Definitions) -> dg.Definitions:
     from sigmap_assets.versions import code_version
 
     unique = list({id(a): a for a in loaded.assets or []}.values())
-    assets = dg.with_source_code_references(
-        [
-            a.map_asset_specs(
-                lambda s: s.replace_attributes(
-                    code_version=code_version(s.key.to_user_string()), owners=OWNERS
-                )
+    described = [
+        a.map_asset_specs(
+            lambda s: s.replace_attributes(
+                code_version=code_version(s.key.to_user_string()), owners=OWNERS
             )
-            if isinstance(a, dg.AssetsDefinition)
-            else a
-            for a in unique
-        ]
-    )
+        )
+        if isinstance(a, dg.AssetsDefinition)
+        else a
+        for a in unique
+    ]
+    with warnings.catch_warnings():  # code references are a beta feature of Dagster 1.13
+        warnings.simplefilter("ignore", dg.BetaWarning)
+        assets = dg.with_source_code_references(described)
     return dg.Definitions(
         assets=assets,
         asset_checks=loaded.asset_checks,
