@@ -7,11 +7,14 @@ corpus):
 
 ``nextline`` (format ``multiple_choice``, metric ``acc_norm``; HellaSwag-like)
     A few lines / sentences of a document; choose the true next line among it and three
-    lines of other documents of the same domain. Domains: code, prose.
+    scrambles of its words (same words, wrong order: only a model of word order tells
+    them apart). Domains: code, prose.
 ``pickword`` (format ``multiple_choice``, metric ``acc``)
-    The text up to a word; choose the true word among four (same-kind distractors:
-    identifiers, words, perturbed numbers, other sequence elements, other field values).
-    Domains: code, prose, arithmetic, recall, records.
+    The text up to a word; choose the true word among it and three one-edit misspellings
+    of it (code, prose, records); the true result among results of the same operation on
+    other operands (arithmetic); the next three or four elements of the sequence in
+    order among scrambles of them (recall). Domains: code, prose, arithmetic, recall,
+    records.
 ``cloze`` (format ``cloze``, metric ``ll_threshold``; LAMBADA-like, one continuation)
     The text up to a word; correct when the true word's loglikelihood per UTF-8 byte
     reaches the domain's :data:`CLOZE_THRESHOLDS` (tiny models almost never produce
@@ -244,20 +247,54 @@ def _pair_item(rng: np.random.Generator, line: str, bad: str) -> tuple[str, list
     return "", choices, g, _pair_text(choices)
 
 
-def _pool_distractors(
-    rng: np.random.Generator, pool: list, doc: int, gold: str, size: Callable[[str], int]
+def _scrambles(
+    rng: np.random.Generator, line: str, n: int = 3, *, min_words: int = 4
 ) -> list[str] | None:
-    """Three distinct texts of the ``(doc, text)`` ``pool`` from documents other than
-    ``doc``, of 0.5 to 2 times the ``size`` of ``gold`` (None when 200 draws miss)."""
-    dis: list[str] = []
-    for _ in range(200):
-        cand = pool[int(rng.integers(len(pool)))]
-        if cand[0] != doc and cand[1] != gold and cand[1] not in dis:
-            if 0.5 <= size(cand[1]) / size(gold) <= 2.0:
-                dis.append(cand[1])
-        if len(dis) == 3:
-            break
-    return dis if len(dis) == 3 else None
+    """``n`` distinct word-order scrambles of ``line`` (its leading indentation kept):
+    the same words, so the same tokens almost everywhere, in a wrong order. Only a model
+    of word order tells them from the line. None when the line has fewer than
+    ``min_words`` words or 100 draws miss."""
+    body = line.lstrip(" \t")
+    indent = line[: len(line) - len(body)]
+    words = body.split(" ")
+    if len(words) < min_words:
+        return None
+    out: list[str] = []
+    for _ in range(100):
+        cand = indent + " ".join(words[int(i)] for i in rng.permutation(len(words)))
+        if cand != line and cand not in out:
+            out.append(cand)
+        if len(out) == n:
+            return out
+    return None
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _misspellings(rng: np.random.Generator, word: str, n: int = 3) -> list[str] | None:
+    """``n`` distinct misspellings of ``word``, each one edit that keeps its length: two
+    adjacent characters swapped, or a letter (digit) replaced by another letter (digit).
+    A model that has learned the words of a domain tells the word from them. None for
+    words shorter than three characters or when 300 draws miss."""
+    if len(word) < 3:
+        return None
+    out: list[str] = []
+    for _ in range(300):
+        w = list(word)
+        i = int(rng.integers(len(w) - 1))
+        if rng.random() < 0.5 and w[i] != w[i + 1]:
+            w[i], w[i + 1] = w[i + 1], w[i]
+        elif w[i].isascii() and w[i].isalnum():
+            pool = "0123456789" if w[i].isdigit() else _LETTERS
+            new = pool[int(rng.integers(len(pool)))]
+            w[i] = new.upper() if w[i].isupper() else new
+        cand = "".join(w)
+        if cand != word and cand not in out:
+            out.append(cand)
+        if len(out) == n:
+            return out
+    return None
 
 
 def _random_line(rng: np.random.Generator, docs: list[str]) -> tuple[list[str], int]:
@@ -274,7 +311,7 @@ def _nextline_code(rng: np.random.Generator, docs: list[str], aux: dict[str, Any
         return None
     i = int(rng.choice(ok))
     gold = lines[i]
-    dis = _pool_distractors(rng, aux["code_lines"], di, gold, lambda t: len(t.strip()))
+    dis = _scrambles(rng, gold)
     if dis is None:
         return None
     context = _tail("\n".join(lines[max(0, i - 8) : i]), 240)
@@ -289,7 +326,7 @@ def _nextline_prose(rng: np.random.Generator, docs: list[str], aux: dict[str, An
         return None
     i = int(rng.choice(ok))
     gold = sents[i]
-    dis = _pool_distractors(rng, aux["prose_sents"], di, gold, len)
+    dis = _scrambles(rng, gold)
     if dis is None:
         return None
     context = _tail(" ".join(sents[max(0, i - 3) : i]), 240)
@@ -312,26 +349,13 @@ def _word_target(
     return _tail(text[: m.start()], 240), m.group()
 
 
-def _vocab_distractors(
-    rng: np.random.Generator, vocab: list[str], gold: str, context: str, n: int = 3
-) -> list[str] | None:
-    out: list[str] = []
-    for _ in range(300):
-        w = vocab[int(rng.integers(len(vocab)))]
-        if w != gold and w not in out and abs(len(w) - len(gold)) <= 2 and w not in context:
-            out.append(w)
-        if len(out) == n:
-            return out
-    return None
-
-
 def _split_ws(context: str, word: str) -> tuple[str, str]:
     """Move the trailing whitespace of the context in front of the continuation."""
     stripped = context.rstrip(" ")
     return stripped, context[len(stripped) :] + word
 
 
-def _word_item(kind: str, pattern: re.Pattern[str], vocab_key: str, mc: bool):
+def _word_item(kind: str, pattern: re.Pattern[str], mc: bool):
     def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
         got = _word_target(rng, docs, pattern, seen_before=not mc)
         if got is None:
@@ -340,7 +364,7 @@ def _word_item(kind: str, pattern: re.Pattern[str], vocab_key: str, mc: bool):
         context, gold = _split_ws(context, word)
         if not mc:
             return context, [gold], 0, f"{context}___"
-        dis = _vocab_distractors(rng, aux[vocab_key], word, context)
+        dis = _misspellings(rng, word)
         if dis is None:
             return None
         pre = gold[: len(gold) - len(word)]
@@ -378,20 +402,19 @@ def _recall_item(mc: bool):
     def recipe(rng: np.random.Generator, docs: list[str], aux: dict[str, Any]):
         lines, j = _random_line(rng, docs)
         seq = lines[j].split(" | ")[0].removeprefix("copy: ").split()
-        k = int(rng.integers(len(seq)))
+        # cloze: the next element; multiple choice: the next three or four elements in
+        # their order among scrambles of them (a model that copies in order wins)
+        k = int(rng.integers(len(seq) if not mc else len(seq) - 2))
         context = _line_prefix(lines, j) + f"copy: {' '.join(seq)} |"
         if k:
             context += " " + " ".join(seq[:k])
-        gold = seq[k]
         if not mc:
-            return context, [" " + gold], 0, f"{context} ___"
-        # distractors absent from the sequence: a model that copies from its context wins
-        dis: list[str] = []
-        while len(dis) < 3:
-            w = aux["syllables"][int(rng.integers(len(aux["syllables"])))]
-            if w not in seq and w not in dis:
-                dis.append(w)
-        return _mc_item(rng, context, gold, dis, "Which element comes next?")
+            return context, [" " + seq[k]], 0, f"{context} ___"
+        gold = " ".join(seq[k : k + 4])
+        dis = _scrambles(rng, gold, min_words=3)
+        if dis is None:
+            return None
+        return _mc_item(rng, context, gold, dis, "Which elements come next?")
 
     return recipe
 
@@ -406,8 +429,9 @@ def _records_item(mc: bool):
         context = _line_prefix(lines, j) + head
         if not mc:
             return context, [" " + value], 0, f"{context} ___"
-        vals = [v for v in field_values(key) if v != value]
-        dis = [str(x) for x in rng.choice(vals, size=3, replace=False)]
+        dis = _misspellings(rng, value)
+        if dis is None:
+            return None
         return _mc_item(rng, context, value, dis, f"What is the {key}?")
 
     return recipe
@@ -467,9 +491,9 @@ def _recipe(family: str, domain: str) -> Recipe:
         return {"code": _nextline_code, "prose": _nextline_prose}[domain]
     if family in ("pickword", "cloze"):
         if domain == "code":
-            return _word_item("identifier", _IDENT, "code_vocab", mc)
+            return _word_item("identifier", _IDENT, mc)
         if domain == "prose":
-            return _word_item("word", _WORD, "prose_vocab", mc)
+            return _word_item("word", _WORD, mc)
         return {"arithmetic": _arith_item, "recall": _recall_item, "records": _records_item}[
             domain
         ](mc)
@@ -523,18 +547,9 @@ def build_zoo_benchmarks(
         if len(ln.strip()) >= 8
     ]
     prose_sents = [(di, s) for di, t in enumerate(bench["prose"]) for s in _sentences(t)]
-    code_vocab = sorted(
-        {m.group() for t in bench["code"] for m in _IDENT.finditer(t) if len(m.group()) >= 3}
-        - set(keyword.kwlist)
-    )
-    prose_vocab = sorted({m.group() for t in bench["prose"] for m in _WORD.finditer(t)})
-    syllables = sorted({w for t in bench["recall"] for w in t.split() if w not in ("copy:", "|")})
     aux = {
         "code_lines": code_lines,
         "prose_sents": [p for p in prose_sents if 20 <= len(p[1]) <= 200],
-        "code_vocab": code_vocab,
-        "prose_vocab": prose_vocab,
-        "syllables": syllables,
     }
     out: list[ZooBenchmark] = []
     bi = 0
@@ -603,6 +618,22 @@ def _encode_pair(tokenizer: Any, context: str, continuation: str) -> tuple[list[
     return prefix + [int(t) for t in ctx], [int(t) for t in cont]
 
 
+def encode_requests(
+    tokenizer: Any, requests: Sequence[tuple[str, str]]
+) -> list[tuple[list[int], list[int]]]:
+    """Token ids of each ``(context, continuation)`` request, split as lm-eval does.
+
+    The encoding depends only on the tokenizer, so models sharing one tokenizer can
+    share it (:func:`loglikelihoods`' ``encoded``).
+
+    Returns
+    -------
+    list[tuple[list[int], list[int]]]
+        Per request: the context ids (BOS, else EOS, first) and the continuation ids.
+    """
+    return [_encode_pair(tokenizer, c, x) for c, x in requests]
+
+
 def loglikelihoods(
     model: Any,
     tokenizer: Any,
@@ -610,6 +641,7 @@ def loglikelihoods(
     *,
     batch_size: int = 64,
     max_length: int | None = None,
+    encoded: Sequence[tuple[list[int], list[int]]] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Loglikelihood of each continuation given its context (lm-eval ``loglikelihood``).
 
@@ -628,6 +660,9 @@ def loglikelihoods(
         Longest sequence fed to the model (default: the model's context). Longer
         contexts lose tokens from the left so that the longest continuation of the
         same context fits; continuations are always kept whole.
+    encoded : sequence, optional
+        :func:`encode_requests` of ``requests`` with this tokenizer (computed when
+        omitted).
 
     Returns
     -------
@@ -660,7 +695,12 @@ def loglikelihoods(
         max_length = int(
             getattr(cfg, "n_positions", None) or getattr(cfg, "max_position_embeddings", 1024)
         )
-    encoded = [_encode_pair(tokenizer, c, x) for c, x in requests]
+    if encoded is None:
+        encoded = encode_requests(tokenizer, requests)
+    elif len(encoded) != len(requests):
+        raise SigmapInputError(
+            f"loglikelihoods: {len(encoded)} encoded requests for {len(requests)} requests"
+        )
     groups: dict[tuple[int, ...], list[int]] = {}
     for ri, (ctx, cnt) in enumerate(encoded):
         if not cnt:
@@ -708,6 +748,7 @@ def loglikelihoods(
                 attention_mask=mask.to(device),
                 position_ids=pos.to(device),
                 use_cache=True,
+                logits_to_keep=1,  # only the last context position predicts a choice
             )
             first = torch.log_softmax(out.logits[:, -1].float(), dim=-1).cpu()
             cache = out.cache
@@ -741,18 +782,27 @@ def loglikelihoods(
     return ll, greedy
 
 
+def benchmark_requests(benchmarks: Sequence[ZooBenchmark]) -> list[tuple[str, str]]:
+    """Every ``(context, choice)`` request of ``benchmarks``: items in order, each item's
+    choices in order (what :func:`score_benchmarks` scores)."""
+    return [(it.context, c) for b in benchmarks for it in b.items for c in it.choices]
+
+
 def score_benchmarks(
     model: Any,
     tokenizer: Any,
     benchmarks: Sequence[ZooBenchmark],
     *,
     batch_size: int = 64,
+    encoded: Sequence[tuple[list[int], list[int]]] | None = None,
 ) -> dict[str, np.ndarray]:
     """Item-level 0/1 responses of one model on every benchmark.
 
-    All requests of all benchmarks go through :func:`loglikelihoods` in one batched
-    pass. Returns ``{benchmark name: int8 array (n_items,)}`` following each
-    benchmark's metric (``acc``, ``acc_norm``, ``greedy`` or ``ll_threshold``).
+    All requests of all benchmarks (:func:`benchmark_requests`) go through
+    :func:`loglikelihoods` in one batched pass; ``encoded`` is their
+    :func:`encode_requests` with this tokenizer, when already computed. Returns
+    ``{benchmark name: int8 array (n_items,)}`` following each benchmark's metric
+    (``acc``, ``acc_norm``, ``greedy`` or ``ll_threshold``).
 
     Examples
     --------
@@ -771,13 +821,14 @@ def score_benchmarks(
     >>> score_benchmarks(model, tok, [bench])  # 1 = the gold choice is the most likely
     {'demo': array([1, 0], dtype=int8)}
     """
-    requests: list[tuple[str, str]] = []
-    where: list[tuple[int, int, int]] = []  # (bench, item, start)
+    requests = benchmark_requests(benchmarks)
+    where: list[tuple[int, int, int]] = []  # (bench, item, first request)
+    start = 0
     for bi, b in enumerate(benchmarks):
         for ii, it in enumerate(b.items):
-            where.append((bi, ii, len(requests)))
-            requests.extend((it.context, c) for c in it.choices)
-    ll, greedy = loglikelihoods(model, tokenizer, requests, batch_size=batch_size)
+            where.append((bi, ii, start))
+            start += len(it.choices)
+    ll, greedy = loglikelihoods(model, tokenizer, requests, batch_size=batch_size, encoded=encoded)
     out = {b.name: np.zeros(len(b.items), dtype=np.int8) for b in benchmarks}
     for bi, ii, start in where:
         b = benchmarks[bi]

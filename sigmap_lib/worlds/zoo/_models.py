@@ -18,34 +18,50 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds.zoo._text import DOMAINS, ZooTexts, build_zoo_texts
 
 #: Bump to invalidate every cached model / evaluation (recipe changes).
-ZOO_VERSION = 2
+ZOO_VERSION = 3
 
 #: Progress callback: ``progress(stage, done, total, message)``.
 Progress = Callable[[str, int, int, str], None]
 
-#: Training-token shares per domain (code, prose, arithmetic, recall, records).
+#: Training-token shares per domain (code, prose, arithmetic, recall, records): each run
+#: leans towards one domain (0.36) and sees every domain (0.16 each), so the runs differ
+#: in skills while every run learns every benchmark's format (a domain left out of
+#: training pins a benchmark at chance for that run, which no budget changes).
 MIXTURES: dict[str, dict[str, float]] = {
-    "code": {"code": 0.6, "prose": 0.1, "arithmetic": 0.1, "recall": 0.1, "records": 0.1},
-    "prose": {"code": 0.1, "prose": 0.6, "arithmetic": 0.1, "recall": 0.1, "records": 0.1},
-    "arith": {"code": 0.1, "prose": 0.1, "arithmetic": 0.6, "recall": 0.1, "records": 0.1},
-    "recall": {"code": 0.1, "prose": 0.1, "arithmetic": 0.1, "recall": 0.6, "records": 0.1},
-    "records": {"code": 0.1, "prose": 0.1, "arithmetic": 0.1, "recall": 0.1, "records": 0.6},
-    "balanced": dict.fromkeys(DOMAINS, 0.2),
-    "natural": {"code": 0.5, "prose": 0.5, "arithmetic": 0.0, "recall": 0.0, "records": 0.0},
-    "synthetic": {
-        "code": 0.0,
-        "prose": 0.0,
-        "arithmetic": 1 / 3,
-        "recall": 1 / 3,
-        "records": 1 / 3,
-    },
-}
+    name: {d: (0.36 if d == lean else 0.16) for d in DOMAINS}
+    for name, lean in (
+        ("code", "code"),
+        ("prose", "prose"),
+        ("arith", "arithmetic"),
+        ("recall", "recall"),
+        ("records", "records"),
+    )
+} | {"balanced": dict.fromkeys(DOMAINS, 0.2)}
 
 #: Sizes per architecture: (d_model, n_layer, n_head).
-SIZES: dict[str, tuple[int, int, int]] = {"s": (64, 2, 2), "m": (96, 3, 4), "l": (144, 4, 4)}
+SIZES: dict[str, tuple[int, int, int]] = {
+    "xs": (48, 2, 2),
+    "s": (64, 2, 2),
+    "m": (96, 3, 4),
+    "l": (144, 4, 4),
+}
 
 #: Tokenizer of each architecture: (style, vocab size).
 TOKENIZERS: dict[str, tuple[str, int]] = {"gpt2": ("byte_level", 512), "llama": ("metaspace", 1024)}
+
+
+#: Registry models per training run besides its final weights: the weights after these
+#: twentieths of its steps (5 %, 15 % and 40 %), so each run gives a budget ladder of
+#: four models, from barely trained to fully trained. They lie on the grid of
+#: :func:`checkpoint_steps` with 19 checkpoints (every 5 %).
+EARLY_TWENTIETHS: tuple[int, ...] = (1, 3, 8)
+
+
+#: Config fields of the zoo's models beyond the sizes, per architecture. GPT-2's GELU is
+#: the same tanh approximation as its default ``gelu_new``, computed by one torch kernel
+#: instead of a chain of Python-level tensor operations (measured: a quarter of a small
+#: model's training step and of its benchmark evaluation).
+_ARCH_CONFIG: dict[str, dict[str, Any]] = {"gpt2": {"activation_function": "gelu_pytorch_tanh"}}
 
 
 @dataclass(frozen=True)
@@ -94,42 +110,33 @@ class ZooModelSpec:
         return f"zoo/{self.name}-step{step}"
 
 
-def _spec(
-    arch: str, mixture: str, size: str, steps: int, early_tenths: int, seed: int
-) -> ZooModelSpec:
-    early = (round(steps * early_tenths / 10),) if early_tenths else ()
+def _spec(arch: str, mixture: str, size: str, steps: int, seed: int) -> ZooModelSpec:
+    early = tuple(round(steps * k / 20) for k in EARLY_TWENTIETHS)
     return ZooModelSpec(
         f"{arch}-{mixture}-{size}", arch, mixture, size, steps, seed=seed, early=early
     )
 
 
-#: The full zoo: 8 training runs (arch, mixture, size, steps, early) giving 16 registry
-#: models: each run's final weights and its weights after ``early`` tenths of the steps
-#: (1-3: 10-30 %). Quality varies with the training budget (early vs final, 250-600
-#: steps) and the size (s/m/l), skills with the data mix; every mixture is used once.
-ZOO_MODELS: tuple[tuple[str, str, str, int, int], ...] = (
-    ("gpt2", "code", "s", 600, 1),
-    ("gpt2", "arith", "m", 400, 2),
-    ("gpt2", "records", "s", 500, 3),
-    ("gpt2", "natural", "l", 250, 2),
-    ("llama", "prose", "s", 600, 2),
-    ("llama", "recall", "m", 400, 3),
-    ("llama", "synthetic", "s", 500, 1),
-    ("llama", "balanced", "l", 250, 3),
+#: The full zoo: 4 training runs (arch, mixture, size, steps), each giving 4 registry
+#: models (its weights after 5, 15, 40 and 100 % of its steps): 16 registry models that
+#: differ first by training budget and size (general quality), then by data mix (skills)
+#: and architecture / tokenizer.
+ZOO_MODELS: tuple[tuple[str, str, str, int], ...] = (
+    ("gpt2", "code", "s", 600),
+    ("llama", "prose", "s", 600),
+    ("gpt2", "records", "s", 800),
+    ("llama", "arith", "xs", 800),
 )
 
-#: The quick zoo (tests): six small runs, few steps, each with an early model at 20 %.
-QUICK_MODELS: tuple[tuple[str, str, str, int, int], ...] = (
-    ("gpt2", "code", "s", 40, 2),
-    ("gpt2", "arith", "s", 40, 2),
-    ("gpt2", "balanced", "s", 20, 2),
-    ("llama", "prose", "s", 40, 2),
-    ("llama", "recall", "s", 40, 2),
-    ("llama", "balanced", "s", 20, 2),
+#: The quick zoo (tests): three small runs of few steps, each with the same budget ladder.
+QUICK_MODELS: tuple[tuple[str, str, str, int], ...] = (
+    ("gpt2", "code", "s", 200),
+    ("llama", "prose", "xs", 160),
+    ("gpt2", "arith", "xs", 160),
 )
 
 
-def model_specs(n_models: int = 8, *, quick: bool = False, seed: int = 0) -> list[ZooModelSpec]:
+def model_specs(n_models: int = 4, *, quick: bool = False, seed: int = 0) -> list[ZooModelSpec]:
     """The zoo roster: the first ``n_models`` training runs of :data:`ZOO_MODELS` (or the
     quick zoo).
 
@@ -141,12 +148,12 @@ def model_specs(n_models: int = 8, *, quick: bool = False, seed: int = 0) -> lis
     --------
     >>> from sigmap_lib.worlds.zoo import model_specs
     >>> [s.name for s in model_specs(4)]
-    ['gpt2-code-s', 'llama-prose-s', 'gpt2-arith-m', 'llama-recall-m']
+    ['gpt2-code-s', 'llama-prose-s', 'gpt2-records-s', 'llama-arith-xs']
     >>> spec = model_specs(2, quick=True)[1]
     >>> spec.model_id, spec.steps, spec.batch_size * spec.seq_len  # tokens per step
-    ('zoo/llama-prose-s', 40, 1024)
-    >>> spec.early, spec.early_id(8)  # the weights after 8 steps are a registry model too
-    ((8,), 'zoo/llama-prose-s-step8')
+    ('zoo/llama-prose-xs', 160, 1024)
+    >>> spec.early, spec.early_id(24)  # the weights after 8, 24 and 64 steps are models too
+    ((8, 24, 64), 'zoo/llama-prose-xs-step24')
     """
     roster = QUICK_MODELS if quick else ZOO_MODELS
     if not 2 <= n_models <= len(roster):
@@ -156,7 +163,7 @@ def model_specs(n_models: int = 8, *, quick: bool = False, seed: int = 0) -> lis
         )
     gpt = [r for r in roster if r[0] == "gpt2"]
     lla = [r for r in roster if r[0] == "llama"]
-    picked: list[tuple[str, str, str, int, int]] = []
+    picked: list[tuple[str, str, str, int]] = []
     for i in range(max(len(gpt), len(lla))):
         picked.extend(x[i] for x in (gpt, lla) if i < len(x))
     return [_spec(*r, seed=seed) for r in picked[:n_models]]
@@ -390,6 +397,7 @@ def _train_one(
         n_head=n_head,
         n_ctx=spec.seq_len,
         seed=spec.seed + 1000 * int(sha_of(spec.name)[:4], 16),
+        **_ARCH_CONFIG.get(spec.arch, {}),
     )
     want = set(ckpt_steps)
     calls = [0]

@@ -13,17 +13,18 @@ report them separately:
    byte-level one (vocab 512) for the GPT-2 models and a SentencePiece-style
    ("metaspace", byte fallback, vocab 1024) one for the Llama models, so the corpus
    units really are aligned across tokenizers.
-3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 8 training runs of tiny causal LMs
-   (GPT-2 and Llama configs, ~0.15-1.2M parameters) with different domain mixtures,
-   sizes and training lengths. Each run gives two registry models: its final weights and
-   its weights after 10-30 % of its steps (``zoo/<name>-step<s>``), so the 16 models
-   differ by general quality (training budget, size) as well as by skills (data mix), as
-   real LLMs do. Cached per run by a spec hash. Each run also saves intermediate
-   checkpoints (default 9: after 10, 20, ..., 90 % of its steps).
-4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`, scored by
-   loglikelihood, item by item (cached per model), for the registry models and the other
-   checkpoints. Those checkpoints are extra real respondents for item-level methods
-   (metabench's IRT needs >= 55 respondents): their rows follow the registry models' in
+3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 4 training runs of tiny causal LMs
+   (GPT-2 and Llama configs, ~0.1-0.26M parameters, sizes xs/s, 600-800 steps) whose
+   data mixes each lean towards one domain. Each run gives four registry models, a
+   budget ladder: its weights after 5, 15 and 40 % of its steps (``zoo/<name>-step<s>``)
+   and its final weights, so the 16 models differ first by general quality (training
+   budget, size), as real LLMs do, and then by skills (data mix). Cached per run by a
+   spec hash. Each run also saves intermediate checkpoints (default 19: every 5 % of
+   its steps; three of them are its early registry models).
+4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`
+   (100 items each), scored by loglikelihood, item by item (cached per model), for the
+   registry models and the other checkpoints. Those checkpoints are extra real
+   respondents for item-level methods (metabench needs >= 50 per benchmark; 80 in all): their rows follow the registry models' in
    ``responses/<b>.parquet`` (``zoo/<name>@step<s>``) and ``truth.json`` lists them;
    they are not registry models (not in ``models.yaml`` / ``scores.csv``).
    ``settings.yaml`` holds metabench settings suited to this small world
@@ -36,6 +37,7 @@ training is deterministic on a given machine and thread count.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import time
@@ -48,7 +50,13 @@ import numpy as np
 
 from sigmap_lib._util._atomic import atomic_file, atomic_write_text
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.worlds.zoo._bench import ZooBenchmark, build_zoo_benchmarks, score_benchmarks
+from sigmap_lib.worlds.zoo._bench import (
+    ZooBenchmark,
+    benchmark_requests,
+    build_zoo_benchmarks,
+    encode_requests,
+    score_benchmarks,
+)
 from sigmap_lib.worlds.zoo._models import (
     MIXTURES,
     QUICK_MODELS,
@@ -137,8 +145,32 @@ def _cached_eval(
     return None
 
 
+#: This process's token ids of the benchmark requests, per (tokenizer file, items) hash:
+#: every respondent with the same tokenizer shares them.
+_ENCODED: dict[str, list[tuple[list[int], list[int]]]] = {}
+
+
+def _encoded_requests(
+    folder: str, tokenizer: Any, benchmarks: Sequence[ZooBenchmark], items_key: str
+) -> list[tuple[list[int], list[int]]]:
+    """:func:`encode_requests` of the benchmarks' requests with the tokenizer saved in
+    ``folder``, computed once per process and tokenizer."""
+    tok_hash = hashlib.sha256((Path(folder) / "tokenizer.json").read_bytes()).hexdigest()
+    key = sha_of([tok_hash, items_key])
+    if key not in _ENCODED:
+        if len(_ENCODED) >= 4:  # a world has two tokenizers; never grow without bound
+            _ENCODED.clear()
+        _ENCODED[key] = encode_requests(tokenizer, benchmark_requests(benchmarks))
+    return _ENCODED[key]
+
+
 def _evaluate_one(
-    folder: str, benchmarks: Sequence[ZooBenchmark], key: str, threads: int, batch_size: int
+    folder: str,
+    benchmarks: Sequence[ZooBenchmark],
+    key: str,
+    threads: int,
+    batch_size: int,
+    items_key: str,
 ) -> dict[str, np.ndarray]:
     """Score one saved model on every benchmark; cached in ``<folder>/zoo_eval.npz``."""
     import torch
@@ -153,7 +185,8 @@ def _evaluate_one(
     torch.set_num_threads(max(1, threads))
     try:
         model, tok = load_model(folder, device="cpu", dtype="float32")
-        got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size)
+        encoded = _encoded_requests(folder, tok, benchmarks, items_key)
+        got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size, encoded=encoded)
     finally:
         torch.set_num_threads(old)
     with atomic_file(cache, suffix=".tmp.npz") as tmp:
@@ -207,7 +240,9 @@ def evaluate_zoo_benchmarks(
         if cached is not None:
             got[name] = cached
         else:
-            jobs.append((name, (meta["path"], list(benchmarks), key, threads, batch_size)))
+            jobs.append(
+                (name, (meta["path"], list(benchmarks), key, threads, batch_size, items_key))
+            )
     progress("evaluate", len(got), len(models), f"{len(got)} cached, scoring {len(jobs)} models")
 
     def _done(name: str, res: dict[str, np.ndarray]) -> None:
@@ -241,21 +276,69 @@ def write_world(
     entries.
 
     ``members`` are the registry models (:func:`registry_members`; default: every run's
-    final model only), in the row order of ``responses``.
+    final model only), in the row order of ``responses`` (benchmark -> int8
+    ``(n_members, n_items)``).
 
-    ``checkpoints`` (dicts with ``id``, ``model`` (model id), ``name``, ``step``) are
-    extra respondents: their rows (``checkpoint_responses``, same order) follow the
-    models' rows in ``responses/<b>.parquet`` and they are listed in ``truth.json``;
-    they are not in ``models.yaml`` or ``scores.csv``. ``settings`` is written to
-    ``settings.yaml`` when given."""
-    import polars as pl
+    ``checkpoints`` (dicts with ``id``, ``model`` (model id), ``name``, ``step``,
+    ``steps``, ``tokens_seen``) are extra respondents: their rows
+    (``checkpoint_responses``, benchmark -> int8 ``(n_checkpoints, n_items)``, same
+    order) follow the models' rows in ``responses/<b>.parquet`` and they are listed in
+    ``truth.json``; they are not in ``models.yaml`` or ``scores.csv``. ``settings`` is
+    written to ``settings.yaml`` when given."""
     import yaml
 
     root = Path(root)
-    # corpus: every corpus-split document, shuffled, neutral ids (domain only in truth)
+    if members is None:
+        members = registry_members(specs, models, early=False)
+    domain_of, source_of = _write_corpus(root, texts)
+    entries = _registry_entries(members, models)
+    atomic_write_text(root / "models.yaml", yaml.safe_dump({"models": entries}, sort_keys=False))
+    atomic_write_text(
+        root / "catalog.yaml",
+        yaml.safe_dump({"benchmarks": _catalog(benchmarks)}, sort_keys=False),
+    )
+    _write_benchmark_tables(
+        root,
+        benchmarks,
+        [mb["id"] for mb in members],
+        responses,
+        [c["id"] for c in checkpoints],
+        checkpoint_responses or {},
+    )
+    truth = {
+        "world": "zoo",
+        "seed": texts.seed,
+        "domains": list(DOMAINS),
+        "corpus_domains": domain_of,
+        "corpus_sources": source_of,
+        "corpus_stats": _corpus_stats(texts),
+        "text_stats": texts.stats,
+        "models": _models_truth(members, models),
+        "benchmarks": _benchmarks_truth(benchmarks),
+        "checkpoints": _checkpoints_truth(checkpoints),
+        "records_population": len(texts.facts),
+        **(extra_truth or {}),
+    }
+    atomic_write_text(root / "truth.json", json.dumps(truth, indent=1))
+    if settings is not None:
+        atomic_write_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
+    return entries
+
+
+def _write_corpus(root: Path, texts: ZooTexts) -> tuple[dict[str, str], dict[str, str]]:
+    """Write ``corpus/zoo.jsonl``: every corpus-split document, shuffled, with neutral
+    ids (``doc-00000``, ...); the domain and source of each are returned for the truth.
+
+    Returns
+    -------
+    domain_of, source_of : dict[str, str]
+        Document id -> domain / source.
+    """
     docs = [d for dom in DOMAINS for d in texts.docs["corpus"][dom]]
     perm = np.random.default_rng([texts.seed, 9]).permutation(len(docs))
-    lines, domain_of, source_of = [], {}, {}
+    lines: list[str] = []
+    domain_of: dict[str, str] = {}
+    source_of: dict[str, str] = {}
     for j, i in enumerate(perm):
         d = docs[int(i)]
         did = f"doc-{j:05d}"
@@ -263,25 +346,29 @@ def write_world(
         domain_of[did] = d.domain
         source_of[did] = d.source
     atomic_write_text(root / "corpus" / "zoo.jsonl", "\n".join(lines) + "\n")
+    return domain_of, source_of
 
-    if members is None:
-        members = registry_members(specs, models, early=False)
-    entries = []
-    for mb in members:
-        entries.append(
-            {
-                "id": mb["id"],
-                "path": mb["rel_path"],
-                "family": mb["spec"].arch,
-                "n_params": int(models[mb["spec"].name]["n_params"]),
-                "dtype": "float32",
-            }
-        )
-    atomic_write_text(root / "models.yaml", yaml.safe_dump({"models": entries}, sort_keys=False))
 
-    catalog = {}
-    for b in benchmarks:
-        catalog[b.name] = {
+def _registry_entries(
+    members: Sequence[dict[str, Any]], models: dict[str, dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The ``models.yaml`` entries of the registry members (paths relative to the world)."""
+    return [
+        {
+            "id": mb["id"],
+            "path": mb["rel_path"],
+            "family": mb["spec"].arch,
+            "n_params": int(models[mb["spec"].name]["n_params"]),
+            "dtype": "float32",
+        }
+        for mb in members
+    ]
+
+
+def _catalog(benchmarks: Sequence[ZooBenchmark]) -> dict[str, dict[str, Any]]:
+    """The ``catalog.yaml`` entry of every benchmark."""
+    return {
+        b.name: {
             "family": b.family,
             "format": b.format,
             "function": b.function,
@@ -292,134 +379,153 @@ def write_world(
             + (f" (>= {b.threshold} nats/byte)" if b.threshold is not None else "")
             + f", {len(b.items)} items",
         }
-    atomic_write_text(
-        root / "catalog.yaml", yaml.safe_dump({"benchmarks": catalog}, sort_keys=False)
-    )
+        for b in benchmarks
+    }
 
-    model_ids = [mb["id"] for mb in members]
-    ckpt_ids = [c["id"] for c in checkpoints]
-    score_cols: dict[str, Any] = {"model": model_ids}
+
+def _checked(r: np.ndarray | None, rows: int, b: ZooBenchmark, what: str) -> np.ndarray:
+    """``r`` when it has shape ``(rows, n_items of b)``, else a :class:`SigmapInputError`."""
+    if r is None or r.shape != (rows, len(b.items)):
+        raise SigmapInputError(
+            f"zoo world: {what} of {b.name} have shape {None if r is None else r.shape}, "
+            f"expected ({rows}, {len(b.items)})"
+        )
+    return r
+
+
+def _write_benchmark_tables(
+    root: Path,
+    benchmarks: Sequence[ZooBenchmark],
+    model_ids: Sequence[str],
+    responses: dict[str, np.ndarray],
+    ckpt_ids: Sequence[str],
+    checkpoint_responses: dict[str, np.ndarray],
+) -> None:
+    """Write ``items/<b>.parquet``, ``responses/<b>.parquet`` (registry models' rows,
+    then the checkpoints') and ``scores.csv`` (registry models' mean item responses)."""
+    import polars as pl
+
+    score_cols: dict[str, Any] = {"model": list(model_ids)}
     for b in benchmarks:
-        r = responses[b.name]
-        if r.shape != (len(members), len(b.items)):
-            raise SigmapInputError(
-                f"zoo world: responses of {b.name} have shape {r.shape}, expected "
-                f"({len(members)}, {len(b.items)})"
-            )
+        r = _checked(responses.get(b.name), len(model_ids), b, "responses")
         score_cols[b.name] = r.mean(axis=1).astype(float)
         if ckpt_ids:
-            rc = (checkpoint_responses or {}).get(b.name)
-            if rc is None or rc.shape != (len(ckpt_ids), len(b.items)):
-                raise SigmapInputError(
-                    f"zoo world: checkpoint responses of {b.name} have shape "
-                    f"{None if rc is None else rc.shape}, expected ({len(ckpt_ids)}, {len(b.items)})"
-                )
+            rc = _checked(
+                checkpoint_responses.get(b.name), len(ckpt_ids), b, "checkpoint responses"
+            )
             r = np.concatenate([r, rc], axis=0)
-        items = pl.DataFrame(
-            {
-                "item_id": [i.item_id for i in b.items],
-                "text": [i.text for i in b.items],
-                "context": [i.context for i in b.items],
-                "choices": [i.choices for i in b.items],
-                "gold": [i.gold for i in b.items],
-            },
-            schema={
-                "item_id": pl.String,
-                "text": pl.String,
-                "context": pl.String,
-                "choices": pl.List(pl.String),
-                "gold": pl.Int64,
-            },
-        )
-        _write_parquet(items, root / "items" / f"{b.name}.parquet")
+        _write_parquet(_items_frame(b), root / "items" / f"{b.name}.parquet")
         resp = pl.DataFrame(
             {
-                "model": model_ids + ckpt_ids,
+                "model": [*model_ids, *ckpt_ids],
                 **{it.item_id: r[:, j] for j, it in enumerate(b.items)},
             },
             schema={"model": pl.String, **{it.item_id: pl.Int8 for it in b.items}},
         )
         _write_parquet(resp, root / "responses" / f"{b.name}.parquet")
-    scores_df = pl.DataFrame(score_cols)
     with atomic_file(root / "scores.csv") as tmp:
-        scores_df.write_csv(tmp)
+        pl.DataFrame(score_cols).write_csv(tmp)
 
+
+def _items_frame(b: ZooBenchmark) -> Any:
+    """The items table of one benchmark (``item_id``, ``text``, ``context``, ``choices``,
+    ``gold``), a polars DataFrame."""
+    import polars as pl
+
+    return pl.DataFrame(
+        {
+            "item_id": [i.item_id for i in b.items],
+            "text": [i.text for i in b.items],
+            "context": [i.context for i in b.items],
+            "choices": [i.choices for i in b.items],
+            "gold": [i.gold for i in b.items],
+        },
+        schema={
+            "item_id": pl.String,
+            "text": pl.String,
+            "context": pl.String,
+            "choices": pl.List(pl.String),
+            "gold": pl.Int64,
+        },
+    )
+
+
+def _corpus_stats(texts: ZooTexts) -> dict[str, dict[str, int]]:
+    """Per domain: corpus documents, characters and units of the default segmentation
+    (:func:`sigmap_lib.inputs.segment_units`)."""
     from sigmap_lib.inputs import segment_units
 
-    corpus_stats = {
+    return {
         d: {
             "docs": len(texts.docs["corpus"][d]),
             "chars": sum(len(x.text) for x in texts.docs["corpus"][d]),
-            # units of the default segmentation (sigmap_lib.inputs.segment_units)
             "units": int(sum(len(segment_units(x.text)) for x in texts.docs["corpus"][d])),
         }
         for d in DOMAINS
     }
-    truth = {
-        "world": "zoo",
-        "seed": texts.seed,
-        "domains": list(DOMAINS),
-        "corpus_domains": domain_of,
-        "corpus_sources": source_of,
-        "corpus_stats": corpus_stats,
-        "text_stats": texts.stats,
-        "models": {
-            mb["id"]: {
-                "name": s.name,
-                "arch": s.arch,
-                "tokenizer": "-".join(map(str, TOKENIZERS[s.arch])),
-                "size": s.size,
-                "d_model": SIZES[s.size][0],
-                "n_layer": SIZES[s.size][1],
-                "n_head": SIZES[s.size][2],
-                "n_params": int(models[s.name]["n_params"]),
-                "mixture_name": s.mixture,
-                "mixture": MIXTURES[s.mixture],
-                "mixture_chars": models[s.name].get("mixture_chars"),
-                "steps": mb["step"],
-                "run_steps": s.steps,
-                "fraction": mb["step"] / s.steps,
-                "tokens_seen": mb["step"] * s.batch_size * s.seq_len,
-                # the run's last logged training loss (of the final weights)
-                "final_loss": models[s.name]["train"]["final_loss"] if mb["final"] else None,
-            }
-            for mb in members
-            for s in [mb["spec"]]
-        },
-        "benchmarks": {
-            b.name: {
-                "family": b.family,
-                "format": b.format,
-                "function": b.function,
-                "domain": b.domain,
-                "metric": b.metric,
-                "n_items": len(b.items),
-                "threshold_nats_per_byte": b.threshold,
-                "chance": (
-                    None
-                    if b.metric in ("greedy", "ll_threshold")
-                    else 1.0 / len(b.items[0].choices)
-                ),
-            }
-            for b in benchmarks
-        },
-        "checkpoints": {
-            c["id"]: {
-                "model": c["model"],
-                "name": c["name"],
-                "step": c["step"],
-                "fraction": c["step"] / c["steps"],
-                "tokens_seen": c["tokens_seen"],
-            }
-            for c in checkpoints
-        },
-        "records_population": len(texts.facts),
-        **(extra_truth or {}),
+
+
+def _models_truth(
+    members: Sequence[dict[str, Any]], models: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``truth.json``'s ``models``: per registry model its run's recipe and its budget
+    (``steps`` of the weights, ``fraction`` of the run, ``tokens_seen``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for mb in members:
+        s, run = mb["spec"], models[mb["spec"].name]
+        out[mb["id"]] = {
+            "name": s.name,
+            "arch": s.arch,
+            "tokenizer": "-".join(map(str, TOKENIZERS[s.arch])),
+            "size": s.size,
+            "d_model": SIZES[s.size][0],
+            "n_layer": SIZES[s.size][1],
+            "n_head": SIZES[s.size][2],
+            "n_params": int(run["n_params"]),
+            "mixture_name": s.mixture,
+            "mixture": MIXTURES[s.mixture],
+            "mixture_chars": run.get("mixture_chars"),
+            "steps": mb["step"],
+            "run_steps": s.steps,
+            "fraction": mb["step"] / s.steps,
+            "tokens_seen": mb["step"] * s.batch_size * s.seq_len,
+            # the run's last logged training loss (of the final weights)
+            "final_loss": run["train"]["final_loss"] if mb["final"] else None,
+        }
+    return out
+
+
+def _benchmarks_truth(benchmarks: Sequence[ZooBenchmark]) -> dict[str, dict[str, Any]]:
+    """``truth.json``'s ``benchmarks``: recipe, domain, metric and chance level of each."""
+    return {
+        b.name: {
+            "family": b.family,
+            "format": b.format,
+            "function": b.function,
+            "domain": b.domain,
+            "metric": b.metric,
+            "n_items": len(b.items),
+            "threshold_nats_per_byte": b.threshold,
+            "chance": (
+                None if b.metric in ("greedy", "ll_threshold") else 1.0 / len(b.items[0].choices)
+            ),
+        }
+        for b in benchmarks
     }
-    atomic_write_text(root / "truth.json", json.dumps(truth, indent=1))
-    if settings is not None:
-        atomic_write_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
-    return entries
+
+
+def _checkpoints_truth(checkpoints: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``truth.json``'s ``checkpoints``: the run and budget of each extra respondent."""
+    return {
+        c["id"]: {
+            "model": c["model"],
+            "name": c["name"],
+            "step": c["step"],
+            "fraction": c["step"] / c["steps"],
+            "tokens_seen": c["tokens_seen"],
+        }
+        for c in checkpoints
+    }
 
 
 def registry_members(
@@ -514,7 +620,7 @@ def metabench_settings(n_items: int) -> dict[str, Any]:
 def build_zoo_world(
     out_dir: str | Path,
     *,
-    n_models: int = 8,
+    n_models: int = 4,
     seed: int = 0,
     progress: Progress | None = None,
     quick: bool = False,
@@ -530,24 +636,25 @@ def build_zoo_world(
         The world folder (created). Models live in ``out_dir/models/<name>`` and are
         reused across calls when their spec, tokenizer and training text are unchanged.
     n_models : int
-        How many of the roster's training runs (2..8; quick: 2..6); each gives its final
-        model and its early models (:class:`ZooModelSpec`), 16 registry models in all.
+        How many of the roster's training runs (2..4; quick: 2..3); each gives its final
+        model and its three early models (:class:`ZooModelSpec`), 16 registry models in
+        all (quick: 12).
     seed : int
         Seeds text selection, generation, splits, items and model initialisation.
     progress : callable, optional
         ``progress(stage, done, total, message)``; stages ``texts``, ``tokenizers``,
         ``train_models``, ``benchmarks``, ``evaluate``, ``write``.
     quick : bool
-        A small world (6 small runs of 20-40 steps, 12 registry models, 24 items per
+        A small world (3 small runs of 160-200 steps, 12 registry models, 24 items per
         benchmark) for tests.
     workers : int, optional
         Parallel processes for training and scoring (default :func:`default_workers`).
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
     n_checkpoints : int, optional
-        Intermediate checkpoints per run (default 9: after 10, 20, ..., 90 % of the
-        steps; one of them is the run's early registry model, so the 8 runs give 16
-        registry models + 64 checkpoints = 80 respondents; quick: the 6 runs give 12 + 48
+        Intermediate checkpoints per run (default 19: after 5, 10, ..., 95 % of the
+        steps; three of them are the run's early registry models, so the 4 runs give 16
+        registry models + 64 checkpoints = 80 respondents; quick: the 3 runs give 12 + 48
         = 60). Each answers every item like the registry models; their rows follow the
         registry models' rows in ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and
         ``truth.json`` lists them. They are not registry models (not in ``models.yaml`` /
@@ -559,19 +666,19 @@ def build_zoo_world(
 
     Examples
     --------
-    The smallest world: 2 quick runs (4 registry models), 4 items per benchmark, no other
-    checkpoints. Training the two runs takes about 20 s of CPU, so the build itself is not
+    The smallest world: 2 quick runs (8 registry models), 4 items per benchmark, no other
+    checkpoints. Training the two runs takes about 40 s of CPU, so the build itself is not
     run as a doctest:
 
     >>> from sigmap_lib.worlds.zoo import build_zoo_world, model_specs
     >>> kw = dict(n_models=2, quick=True, n_items=4, n_checkpoints=0)
     >>> [s.name for s in model_specs(kw["n_models"], quick=True)]  # the runs it trains
-    ['gpt2-code-s', 'llama-prose-s']
+    ['gpt2-code-s', 'llama-prose-xs']
     >>> world = build_zoo_world("zoo", **kw)  # doctest: +SKIP
-    >>> [m["id"] for m in world.models], world.scores.shape  # doctest: +SKIP
-    (['zoo/gpt2-code-s', 'zoo/gpt2-code-s-step8', 'zoo/llama-prose-s', 'zoo/llama-prose-s-step8'], (4, 16))
+    >>> [m["id"] for m in world.models][:4], world.scores.shape  # doctest: +SKIP
+    (['zoo/gpt2-code-s', 'zoo/gpt2-code-s-step10', 'zoo/gpt2-code-s-step30', 'zoo/gpt2-code-s-step80'], (8, 16))
     >>> world.responses["nextline_code"].shape, world.trained  # doctest: +SKIP
-    ((4, 4), ['gpt2-code-s', 'llama-prose-s'])
+    ((8, 4), ['gpt2-code-s', 'llama-prose-xs'])
     >>> sorted(p.name for p in world.root.iterdir())  # doctest: +SKIP
     ['catalog.yaml', 'corpus', 'items', 'models', 'models.yaml', 'responses', 'scores.csv',
      'settings.yaml', 'tokenizers', 'truth.json']
@@ -579,7 +686,7 @@ def build_zoo_world(
     A second call finds the trained models in ``zoo/models`` and reuses them (~2 s):
 
     >>> build_zoo_world("zoo", **kw).reused  # doctest: +SKIP
-    ['gpt2-code-s', 'llama-prose-s']
+    ['gpt2-code-s', 'llama-prose-xs']
     """
     progress = progress or no_progress
     root = Path(out_dir)
@@ -605,7 +712,7 @@ def build_zoo_world(
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
     if n_checkpoints is None:
-        n_checkpoints = 9
+        n_checkpoints = 19
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
     models = train_zoo_models(

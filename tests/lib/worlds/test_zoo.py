@@ -136,10 +136,22 @@ def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
     for it in by["pickword_arithmetic"].items:
         lhs = it.context.split("\n")[-1].removesuffix(" =")
         assert eval(lhs) == int(it.choices[it.gold])
-    for it in by["pickword_recall"].items:  # distractors are absent from the sequence
-        seq = it.context.split("\n")[-1].split(" | ")[0].removeprefix("copy: ").split()
-        assert it.choices[it.gold].strip() in seq
-        assert all(c.strip() not in seq for k, c in enumerate(it.choices) if k != it.gold)
+    for it in by["pickword_recall"].items:  # the next elements in order, among scrambles
+        src, _, done = it.context.split("\n")[-1].partition("|")
+        seq, k = src.removeprefix("copy: ").split(), len(done.split())
+        gold = it.choices[it.gold].split()
+        assert gold == seq[k : k + 4] and len(gold) >= 3
+        assert all(sorted(c.split()) == sorted(gold) for c in it.choices)
+    for name in ("nextline_code", "nextline_prose"):  # distractors: the line's words scrambled
+        for it in by[name].items:
+            words = sorted(it.choices[it.gold].split())
+            assert all(sorted(c.split()) == words for c in it.choices)
+    for name in ("pickword_code", "pickword_prose", "pickword_records"):
+        for it in by[name].items:  # distractors: one-edit misspellings of the gold word
+            gold = it.choices[it.gold]
+            for c in it.choices:
+                assert len(c) == len(gold)
+                assert 1 <= sum(a != b for a, b in zip(c, gold)) <= 2 or c == gold
     assert all(b.threshold is not None for b in benches if b.metric == "ll_threshold")
     # minimal pairs differ from their gold line
     for it in by["pair_arithmetic"].items:
@@ -152,24 +164,30 @@ def test_benchmarks_are_deterministic_and_well_formed(quick_texts) -> None:
 
 def test_roster_and_training_mixtures(quick_texts) -> None:
     from sigmap_lib.errors import SigmapInputError
-    from sigmap_lib.worlds.zoo import MIXTURES, ZOO_MODELS, model_specs
+    from sigmap_lib.worlds.zoo import MIXTURES, ZOO_MODELS, checkpoint_steps, model_specs
     from sigmap_lib.worlds.zoo._models import _training_texts
 
-    full = model_specs(8)
-    assert len(full) == len(ZOO_MODELS) == 8
-    assert len({s.name for s in full}) == 8
+    full = model_specs(4)
+    assert len(full) == len(ZOO_MODELS) == 4
+    assert len({s.name for s in full}) == 4
     assert {s.arch for s in full} == {"gpt2", "llama"}
-    assert len({s.mixture for s in full}) == 8 and len({s.size for s in full}) == 3
-    assert len({s.steps for s in full}) >= 3
-    # every run also registers its weights after 10-30 % of its steps: 16 registry models
-    assert all(len(s.early) == 1 and 0.1 <= s.early[0] / s.steps <= 0.3 for s in full)
+    assert len({s.mixture for s in full}) == 4 and len({s.size for s in full}) == 2
+    assert len({s.steps for s in full}) == 2
+    # every run also registers its weights after 5, 15 and 40 % of its steps (a budget
+    # ladder), all on the grid of the other checkpoints: 16 registry models
+    for s in full:
+        assert [e / s.steps for e in s.early] == pytest.approx([0.05, 0.15, 0.4], abs=0.002)
+        assert set(s.early) <= set(checkpoint_steps(s.steps, 19))
     ids = [s.model_id for s in full] + [s.early_id(e) for s in full for e in s.early]
     assert len(set(ids)) == 16
-    small = model_specs(4)
+    small = model_specs(2)
     assert {s.arch for s in small} == {"gpt2", "llama"}
     with pytest.raises(SigmapInputError, match="n_models"):
-        model_specs(9)
-    for spec in model_specs(6, quick=True):
+        model_specs(5)
+    # every mixture leans towards one domain and trains on all of them
+    for mix in MIXTURES.values():
+        assert sum(mix.values()) == pytest.approx(1.0) and min(mix.values()) > 0
+    for spec in model_specs(3, quick=True):
         texts, chars = _training_texts(quick_texts, spec)
         total = sum(chars.values())
         assert sum(len(t) for t in texts) == total
@@ -288,7 +306,7 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
     assert {"texts", "tokenizers", "train_models", "benchmarks", "evaluate", "write"} <= stages
 
     # models: both architectures, both tokenizers, loadable, sizes recorded; each run's
-    # final weights and its weights after 20 % of its steps
+    # final weights and its weights after 5, 15 and 40 % of its steps
     reg = read_registry(root / "models.yaml")
     assert len(reg) == 12 and {m.family for m in reg} == {"gpt2", "llama"}
     raw = yaml.safe_load((root / "models.yaml").read_text())["models"]
@@ -296,7 +314,7 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
     for k, (spec, entry) in enumerate(zip(reg, raw)):
         assert spec.id.startswith("zoo/") and entry["dtype"] == "float32"
         run, _, step = spec.id.removeprefix("zoo/").partition("-step")
-        assert (k % 2 == 1) == bool(step)  # final, then early, per run
+        assert (k % 4 != 0) == bool(step)  # final, then its three early weights, per run
         want = f"models/{run}" + (f"/checkpoints/step{step}" if step else "")
         assert entry["path"] == want
         model, tok = load_model(spec.path, device="cpu", dtype="float32")
@@ -336,7 +354,8 @@ def test_quick_world_folder_is_valid(quick_world) -> None:
     assert set(truth["models"]) == {m.id for m in reg}
     for m in truth["models"].values():
         assert abs(sum(m["mixture"].values()) - 1) < 1e-9 and m["steps"] > 0
-        assert m["fraction"] == m["steps"] / m["run_steps"] in (0.2, 1.0)
+        assert m["fraction"] == m["steps"] / m["run_steps"]
+        assert min(abs(m["fraction"] - f) for f in (0.05, 0.15, 0.4, 1.0)) < 1e-9
     assert set(truth["benchmarks"]) == set(world.benchmarks)
 
 
@@ -345,16 +364,16 @@ def test_rebuild_reuses_models_and_is_deterministic(quick_world) -> None:
     from sigmap_lib.worlds.zoo import build_zoo_world
 
     world, _ = quick_world
-    assert len(world.trained) == 6 and not world.reused
+    assert len(world.trained) == 3 and not world.reused
     weights = sorted(world.root.glob("models/*/*.safetensors"))
     weights += sorted(world.root.glob("models/*/checkpoints/*/*.safetensors"))
-    assert len(weights) == 6 + 54
+    assert len(weights) == 3 + 3 * 19
     evals = sorted(world.root.glob("models/**/zoo_eval.npz"))
-    assert len(evals) == 6 + 54  # every respondent's evaluation is cached
+    assert len(evals) == 3 + 3 * 19  # every respondent's evaluation is cached
     mtimes = [p.stat().st_mtime_ns for p in weights + evals]
     t0 = time.perf_counter()
     again = build_zoo_world(world.root, quick=True, seed=0)
-    assert again.trained == [] and len(again.reused) == 6
+    assert again.trained == [] and len(again.reused) == 3
     assert [p.stat().st_mtime_ns for p in weights + evals] == mtimes  # nothing redone
     assert time.perf_counter() - t0 < world.timings["train_models"] + world.timings["evaluate"]
     assert [c["id"] for c in again.checkpoints] == [c["id"] for c in world.checkpoints]
@@ -418,12 +437,12 @@ def test_quick_world_checkpoint_respondents(quick_world) -> None:
 
     world, _ = quick_world
     root = world.root
-    specs = model_specs(6, quick=True)
+    specs = model_specs(3, quick=True)
     want = [
         f"{s.model_id}@step{k}"
         for s in specs
-        for k in checkpoint_steps(s.steps, 9)
-        if k not in s.early  # that one is a registry model
+        for k in checkpoint_steps(s.steps, 19)
+        if k not in s.early  # those are registry models
     ]
     assert [c["id"] for c in world.checkpoints] == want
     assert len(want) == 48  # 12 registry models + 48 checkpoints = 60 respondents
@@ -446,7 +465,7 @@ def test_quick_world_checkpoint_respondents(quick_world) -> None:
     all_ck = np.concatenate([world.checkpoint_responses[b] for b in world.benchmarks], axis=1)
     all_fm = np.concatenate([world.responses[b] for b in world.benchmarks], axis=1)
     assert len({r.tobytes() for r in all_ck}) > 35
-    assert any(not np.array_equal(all_ck[8 * i + 7], all_fm[2 * i]) for i in range(6))
+    assert any(not np.array_equal(all_ck[16 * i + 15], all_fm[4 * i]) for i in range(3))
     settings = yaml.safe_load((root / "settings.yaml").read_text())
     assert settings == world.settings and set(settings) == {"metabench"}
 
