@@ -21,6 +21,7 @@ from sigmap_assets.defs.automation.sensors import (
     nightly_score_refresh,
     sigmap_automation,
 )
+from sigmap_assets.defs.inputs.sensors import DATA_VERSION_TAG, input_observer
 from sigmap_assets.defs.models.sensors import new_model_sensor
 from tests.assets.harness import Project
 
@@ -78,6 +79,26 @@ def launch(project: Project, run_requests) -> dict[str, bool]:
         )
         outcome[req.partition_key or ",".join(names)] = res.success
     return outcome
+
+
+def observe_inputs(project: Project) -> set[str]:
+    """A tick of the input observer, its observations recorded as the daemon records them
+    (it never requests a run); the inputs it observed."""
+    result = sensor_tick(project, input_observer, None)
+    if isinstance(result, dg.SkipReason):
+        return set()
+    assert not result.run_requests
+    for ev in result.asset_events:
+        project.instance.report_runless_asset_event(ev)
+    return {ev.asset_key.to_user_string() for ev in result.asset_events}
+
+
+def force_new_input_versions(project: Project, tag: str) -> None:
+    """An observation with a new data version for every input (as if each file changed)."""
+    for name in ("registry_file", "catalog_file", "corpus_files", "score_sources", "lm_eval_logs"):
+        project.instance.report_runless_asset_event(
+            dg.AssetObservation(asset_key=name, tags={DATA_VERSION_TAG: f"{tag}-{name}"})
+        )
 
 
 def topo_order(project: Project) -> list[str]:
@@ -199,8 +220,10 @@ def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     assert once_each(ticks, "corpus_shard") == set(shards) and not failures
     assert all("token_nll" not in t for t in ticks)
 
-    # the model sensor: 12 partitions (36 cells) and one registry/scores run
+    # the model sensor: 12 partitions (36 cells) and one registry/scores run; the input
+    # observer records the inputs on the same tick (observations request nothing)
     s1 = sensor_tick(project, new_model_sensor, None)
+    assert "registry_file" in observe_inputs(project)
     assert len(project.keys("models")) == 12
     assert [set(r.asset_selection) for r in s1.run_requests] == [
         {dg.AssetKey("model_registry"), dg.AssetKey("benchmark_scores")}
@@ -227,10 +250,15 @@ def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     project.materialize(["benchmark_catalog", "benchmark_scores"])
     ticks, cursor, _ = settle(project, cursor)
     assert ticks == []
+    # new data versions of every input alone (observed, nothing re-read) trigger nothing
+    force_new_input_versions(project, "changed")
+    ticks, cursor, _ = settle(project, cursor)
+    assert ticks == []
 
     # a model is added: the sensor adds its partition; automation fills its 3 cells only
     add_model(synthetic_world, "synthetic/epsilon-new")
     s2 = sensor_tick(project, new_model_sensor, s1.cursor)
+    assert {"registry_file", "score_sources"} <= observe_inputs(project)
     assert len(project.keys("models")) == 13
     assert all(launch(project, s2.run_requests).values())
     ticks, cursor, failures = settle(project, cursor)
@@ -248,6 +276,7 @@ def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     assert c0.run_requests == []
     add_corpus_file(synthetic_world)
     c1 = sensor_tick(project, corpus_sensor, c0.cursor)
+    assert "corpus_files" in observe_inputs(project)
     assert len(c1.run_requests) == 1
     assert all(launch(project, c1.run_requests).values())
     [added] = [s for s in project.keys("shards") if s not in shards]

@@ -13,7 +13,7 @@ import pytest
 
 from sigmap_assets.defs.metabench.scored import lm_eval_logs_sensor
 from sigmap_lib.irt import estimate_theta
-from sigmap_lib.metabench import MetabenchFit
+from sigmap_lib.metabench import MetabenchFit, load_benchmark_fit, load_item_pool
 from tests.assets.harness import Project
 
 pytestmark = pytest.mark.slow
@@ -42,6 +42,19 @@ def _write_logs(root: Path, model: str, fit: MetabenchFit, seed: int) -> None:
         (folder / f"samples_sigmap_{bm}_2026-01-01T00-00-00.jsonl").write_text("\n".join(lines))
 
 
+def _assert_table(project: Project, asset: str, key: str, frame: pd.DataFrame) -> None:
+    """The partition's row count and columns in the UI are those of the stored table."""
+    from sigmap_assets.metadata import COLUMN_SCHEMA, ROW_COUNT
+
+    [record] = project.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=dg.AssetKey(asset), asset_partitions=[key]), limit=1
+    ).records
+    meta = record.asset_materialization.metadata
+    assert meta[ROW_COUNT].value == len(frame), (asset, key)
+    names = [c.name for c in meta[COLUMN_SCHEMA].schema.columns]
+    assert names == [str(c) for c in frame.columns], (asset, key)
+
+
 def test_logs_sensor_and_scored_models(project: Project) -> None:
     project.through("items")
     brange = project._brange()
@@ -49,6 +62,14 @@ def test_logs_sensor_and_scored_models(project: Project) -> None:
         project.materialize([stage], prange=brange)
     project.materialize(["metabench"])
     fit = MetabenchFit.load(project.storage.layout.metabench_fit())
+    layout = project.storage.layout
+    assert fit.benchmarks
+    for key in fit.benchmarks:  # each pool and selection is a table in the UI
+        assert layout.metabench_selection_fit(key).exists()
+        pool = load_item_pool(layout.metabench_stage(key, "pool"))
+        _assert_table(project, "irt_item_pool", key, pool.item_stats)
+        selection = load_benchmark_fit(layout.metabench_stage(key, "selection"))
+        _assert_table(project, "metabench_selection", key, selection.params)
 
     assert isinstance(_tick(project), dg.SkipReason)  # no logs yet
     logs = project.world.lm_eval_logs()
