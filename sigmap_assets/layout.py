@@ -132,6 +132,11 @@ class StorageLayout:
     def shard_store(self, shard_key: str) -> Any:
         return self._path("corpus", "shards", shard_key)
 
+    def shard_units(self, shard_key: str) -> Any:
+        """The shard store's units table, one row per unit (written by
+        ``sigmap_lib.inputs.write_shard_store``)."""
+        return self.shard_store(shard_key) / "units.parquet"
+
     def legacy_paths(self) -> list[Any]:
         """Paths of the single-corpus layout before shards (a root that has them was
         written by an older sigmap: see ``docs/OPERATIONS.md``)."""

@@ -42,6 +42,21 @@ def table_metadata(frame: Any, max_columns: int = 200) -> dict[str, Any]:
         n, cols = frame.height, [(str(c), str(t)) for c, t in frame.schema.items()]
     else:  # pandas
         n, cols = len(frame), [(str(c), str(t)) for c, t in frame.dtypes.items()]
+    return _table(n, cols, max_columns)
+
+
+def stored_table_metadata(path: Any, max_columns: int = 200) -> dict[str, Any]:
+    """:func:`table_metadata` of a stored parquet file, from its footer (no row is read):
+    for tables that a library function wrote, such as a shard store's units."""
+    import pyarrow.parquet as pq
+
+    with path.open("rb") as fh:
+        pf = pq.ParquetFile(fh)
+        n, schema = pf.metadata.num_rows, pf.schema_arrow
+    return _table(n, [(f.name, str(f.type)) for f in schema], max_columns)
+
+
+def _table(n: int, cols: list[tuple[str, str]], max_columns: int) -> dict[str, Any]:
     schema = dg.TableSchema(columns=[dg.TableColumn(c, t) for c, t in cols[:max_columns]])
     return {
         ROW_COUNT: dg.MetadataValue.int(int(n)),

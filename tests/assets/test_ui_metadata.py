@@ -99,8 +99,9 @@ def test_the_nightly_refreshed_assets_have_a_freshness_policy_around_the_schedul
         assert deadline - policy.lower_bound_delta <= tick < deadline, name
 
 
-#: Every asset that stores a table, and where (per benchmark for the partitioned ones).
+#: Every asset that stores a table, and where (per partition for the partitioned ones).
 TABLES = {
+    "corpus_shard": lambda layout, k: layout.shard_units(k),
     "model_registry": lambda layout, k: layout.registry_table(),
     "benchmark_catalog": lambda layout, k: layout.catalog_table(),
     "benchmark_scores": lambda layout, k: layout.scores_table(),
@@ -139,16 +140,18 @@ def assert_table_metadata(meta: dict, stored, where: str) -> None:
     columns = meta[COLUMN_SCHEMA].schema.columns
     assert [c.name for c in columns] == frame.columns, where
     assert all(c.type for c in columns), where
+    assert meta["column_count"].value == len(frame.columns), where
 
 
 def test_every_stored_table_carries_its_row_count_and_column_schema(project: Project) -> None:
     project.through("overlap")
     layout = project.storage.layout
     graph = project.defs.resolve_asset_graph()
-    benchmarks = project.keys("benchmarks")
     for name, stored in TABLES.items():
-        partitioned = graph.get(dg.AssetKey(name)).partitions_def is not None
-        for key in benchmarks if partitioned else [None]:
+        pdef = graph.get(dg.AssetKey(name)).partitions_def
+        keys = project.keys(pdef.name) if pdef is not None else [None]
+        assert keys, name
+        for key in keys:
             meta = latest_metadata(project.instance, name, key)
             assert_table_metadata(meta, stored(layout, key), f"{name}[{key}]")
 
@@ -169,3 +172,20 @@ def test_table_metadata_of_a_wide_table_lists_its_first_columns() -> None:
     meta = table_metadata(pd.DataFrame({"x": [1.0, 2.0, 3.0]}))
     assert meta[ROW_COUNT].value == 3
     assert [(c.name, c.type) for c in meta[COLUMN_SCHEMA].schema.columns] == [("x", "float64")]
+
+
+def test_stored_table_metadata_reads_the_parquet_footer(tmp_path) -> None:
+    import polars as pl
+
+    from sigmap_assets.metadata import COLUMN_SCHEMA, ROW_COUNT, stored_table_metadata
+
+    path = tmp_path / "t.parquet"
+    pl.DataFrame(
+        {"doc_index": [0, 0, 1], "start": [0, 5, 0]}, schema_overrides={"start": pl.Int32}
+    ).write_parquet(path)
+    meta = stored_table_metadata(path)
+    assert meta[ROW_COUNT].value == 3 and meta["column_count"].value == 2
+    assert [(c.name, c.type) for c in meta[COLUMN_SCHEMA].schema.columns] == [
+        ("doc_index", "int64"),
+        ("start", "int32"),
+    ]

@@ -6,7 +6,7 @@ import dagster as dg
 
 from sigmap_assets.automation import automated, new_partition_condition
 from sigmap_assets.config import SigmapConfig
-from sigmap_assets.metadata import md_table, table_metadata
+from sigmap_assets.metadata import md_table, stored_table_metadata, table_metadata
 from sigmap_assets.partitions import shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.state import StoredState
@@ -148,6 +148,7 @@ def build_shard(state: StoredState, key: str, world: WorldResource) -> dict:
         left, unit = store.context(i, n_left=12)
         sample.append({"unit": i, "left context": left[-80:], "unit text": unit})
     return {
+        **stored_table_metadata(state.layout.shard_units(key)),
         "file": spec.file,
         "documents": store.n_documents,
         "units": store.n_units,
