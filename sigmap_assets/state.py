@@ -39,6 +39,41 @@ class UsedShard:
 
 
 @dataclass(frozen=True)
+class ShardRanks:
+    """What ``nll_ranks`` built last on one shard (``ranks/<shard>/CURRENT``).
+
+    Attributes
+    ----------
+    key : str
+        The shard's partition key.
+    n_units : int
+        Its corpus units.
+    models : tuple of str
+        Model partition keys whose cell on the shard was complete, in rank-store order.
+    ranks : str or None
+        Identity of the rank store built over them; None below two complete cells.
+    """
+
+    key: str
+    n_units: int
+    models: tuple[str, ...] = ()
+    ranks: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stored JSON form (:meth:`from_dict` reads it back)."""
+        return {"key": self.key, "n_units": self.n_units, "models": list(self.models),
+                "ranks": self.ranks}  # fmt: skip
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> ShardRanks:
+        return cls(str(d["key"]), int(d["n_units"]), tuple(d.get("models") or ()), d.get("ranks"))
+
+    def built_for(self, registered: Any) -> tuple[str, ...]:
+        """The models the rank store covers that are still ``registered`` (none without one)."""
+        return tuple(k for k in self.models if k in registered) if self.ranks else ()
+
+
+@dataclass(frozen=True)
 class CurrentRanks:
     """The coverage ``rank_coverage`` chose (``ranks/CURRENT``): the models complete on
     every used shard, those shards with their rank stores, and the coverage report.
@@ -241,10 +276,13 @@ class StoredState:
             )
         return self.stored_ranks
 
-    def shard_rank_record(self, key: str) -> dict[str, Any]:
-        """What ``nll_ranks`` built last on shard ``key`` (``{"models", "ranks", ...}``)."""
+    def shard_ranks(self, key: str) -> ShardRanks:
+        """What ``nll_ranks`` built last on shard ``key`` (nothing before it ran there)."""
         path = self.layout.shard_ranks_current(key)
-        return _read_json(path) if path.exists() else {"models": [], "ranks": None}
+        if not path.exists():
+            spec = self.shard_spec(key)
+            return ShardRanks(key, spec.n_units if spec is not None else 0)
+        return ShardRanks.from_dict(_read_json(path))
 
     def open_ranks(self, current: CurrentRanks | None = None) -> Any:
         """The used shards' rank codes of the used models, as one ``ShardedRanks``."""

@@ -177,6 +177,18 @@ def test_coverage_uses_complete_cells_and_reports_the_missing_ones(project: Proj
     assert "✗" in md["grid"].value
     cov = json.loads(project.storage.layout.ranks_current().read_text())
     assert cov["coverage"]["missing"] == {s: [late] for s in shards[1:]}
+    # each shard's record: the models its rank store covers, read back typed
+    from sigmap_assets.state import ShardRanks, StoredState
+
+    state = StoredState.read(project.storage)
+    first, rest = state.shard_ranks(shards[0]), [state.shard_ranks(s) for s in shards[1:]]
+    assert first.models == tuple(models) and first.ranks is not None
+    assert all(r.models == tuple(models[:-1]) and r.ranks for r in rest)
+    assert first.built_for(set(models[1:])) == tuple(models[1:])  # unregistered ones drop
+    assert ShardRanks.from_dict(first.to_dict()) == first
+    assert first.n_units == state.shard_spec(shards[0]).n_units
+    assert state.shard_ranks("absent") == ShardRanks("absent", 0)
+    assert ShardRanks("s", 5, ("a", "b"), None).built_for({"a", "b"}) == ()  # no store yet
 
 
 def test_storage_root_of_the_old_layout_is_refused_with_what_to_do(project: Project) -> None:

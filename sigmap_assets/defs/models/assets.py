@@ -13,7 +13,7 @@ from sigmap_assets.layout import StorageLayout
 from sigmap_assets.metadata import md_table, table_metadata
 from sigmap_assets.partitions import BY_SHARD, cells_partitions, shards_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
-from sigmap_assets.state import CurrentRanks, StoredState, UsedShard
+from sigmap_assets.state import CurrentRanks, ShardRanks, StoredState, UsedShard
 from sigmap_assets.tables import write_json, write_parquet
 
 GPU_OP_TAGS = {
@@ -246,7 +246,7 @@ def nll_ranks(
     stores = {k: st for k in keys if (st := state.complete_cell(shard_key, k)) is not None}
     done = list(stores)
     missing = [raw[k] for k in keys if k not in stores]
-    info = {"key": shard_key, "n_units": shard.n_units, "models": done, "ranks": None}
+    ident: str | None = None
     reused = False
     if len(done) >= 2:
         ident = rank_store_identity(shard_key, done, [stores[k].checksums for k in done])
@@ -257,7 +257,6 @@ def nll_ranks(
         else:
             arrays = [stores[k].array for k in done]
             ranks = build_rank_store(arrays, done, shard.unit_nbytes, out)
-        info["ranks"] = ident
         table = [
             {"model": raw[k], "bpb_mean": float(m), "bpb_sd": float(s)}
             for k, m, s in zip(done, ranks.bpb_mean, ranks.bpb_sd)
@@ -265,8 +264,9 @@ def nll_ranks(
     else:
         table = []
         context.log.warning(f"shard {shard_key}: {len(done)} complete cell(s); no ranks yet")
-    write_json(info, state.layout.shard_ranks_current(shard_key))
-    version = info["ranks"] or "none:" + ",".join(done)
+    built = ShardRanks(shard_key, shard.n_units, tuple(done), ident)
+    write_json(built.to_dict(), state.layout.shard_ranks_current(shard_key))
+    version = ident or "none:" + ",".join(done)
     return dg.MaterializeResult(
         metadata={
             "shard": shard_key,
@@ -314,9 +314,8 @@ def rank_coverage(
     shards = []
     for s in state.plan:
         # a shard's ranks cover the models complete when it was built (and still registered)
-        built = state.shard_rank_record(s.key)
-        done = [k for k in built["models"] if k in raw] if built["ranks"] else []
-        shards.append((s.key, s.n_units, done, built["ranks"]))
+        built = state.shard_ranks(s.key)
+        shards.append((s.key, s.n_units, list(built.built_for(raw)), built.ranks))
     min_models = config.min_models or world.minimums().coverage_models
     cov = select_coverage([t[:3] for t in shards], keys, min_models=min_models)
     if not cov.models:
