@@ -25,11 +25,16 @@ install: $(BIN)/.sigmap-installed
 	@# `dg dev` in the repo root reads .env: keep its instance persistent
 	@echo "DAGSTER_HOME=$(DAGSTER_HOME)" > .env
 
+# Two workers, whole files per worker (module fixtures stay in one process); the real-daemon
+# test mostly waits on its server, so the other worker runs the rest of the suite meanwhile.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) --durations=25
 
 test-fast: install
-	$(BIN)/python -m pytest -q -m "not slow and not browser and not postgres"
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not browser and not postgres"
 
 demo: install
 	$(BIN)/sigmap demo
