@@ -355,8 +355,10 @@ def checkpoint_steps(steps: int, n_checkpoints: int) -> list[int]:
     >>> from sigmap_lib.worlds.zoo import checkpoint_steps
     >>> checkpoint_steps(100, 3)
     [25, 50, 75]
-    >>> checkpoint_steps(40, 4)  # the default 4: after 20, 40, 60 and 80 % of the steps
+    >>> checkpoint_steps(40, 4)  # after 20, 40, 60 and 80 % of the steps
     [8, 16, 24, 32]
+    >>> checkpoint_steps(600, 19)[:4]  # the zoo's 19: every 5 %
+    [30, 60, 90, 120]
     >>> checkpoint_steps(3, 9)  # duplicates and the end points are dropped
     [1, 2]
     """
