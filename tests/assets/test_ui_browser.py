@@ -48,7 +48,7 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1600, "height": 1200}
 UI_TIMEOUT_MS = 120_000  # first page loads compile the GraphQL schema; allow for a busy machine
 
-GROUPS = ("world", "corpus", "models", "benchmarks", "signatures", "overlap", "metabench")
+GROUPS = ("inputs", "world", "corpus", "models", "benchmarks", "signatures", "overlap", "metabench")
 # Named in the mission; all must be on the lineage graph (the graph shows every asset).
 EXPECTED_ASSETS = (
     "model_zoo",
@@ -144,14 +144,19 @@ def materialized(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Materialize
     monkeypatch.setenv("DAGSTER_HOME", str(home))  # restored after the test
     world = small_synthetic_world(tmp_path / "world")
 
+    from sigmap_assets import versions
     from sigmap_assets.resources import write_project_config
 
     with dg.DagsterInstance.get() as instance:
         assert not instance.is_ephemeral and Path(instance.root_directory) == home
-        project = make_project(tmp_path, world, instance)
-        # the webserver's code location reads its world from <storage>/sigmap.yaml
-        write_project_config(project.storage.root, world="folder", world_path=str(world))
-        project.through("overlap")
+        # the overlap step as an older sigmap computed it: the server (today's code version)
+        # shows the three overlap levels stale, "code version changed"
+        with monkeypatch.context() as older:
+            older.setitem(versions.STEP_VERSIONS, "overlap", versions.STEP_VERSIONS["overlap"] - 1)
+            project = make_project(tmp_path, world, instance)
+            # the webserver's code location reads its world from <storage>/sigmap.yaml
+            write_project_config(project.storage.root, world="folder", world_path=str(world))
+            project.through("overlap")
 
         def latest_metadata(name: str) -> dict:
             ev = instance.get_latest_materialization_event(dg.AssetKey(name))
@@ -350,6 +355,21 @@ def test_asset_graph_and_plots_in_browser(
             assert materialized.n_cells == len(materialized.shards) * 12  # 12 models × shards
             expect(page.get_by_text("synthetic__alpha-00", exact=True).first).to_be_visible()
             shot(page, "06-token-nll-partitions.png")
+
+            # 7. token_nll's check, one status per cell (a partitioned check).
+            page.goto(f"{url}/assets/token_nll?view=checks")
+            expect(page.get_by_text("token_nll_valid").first).to_be_visible()
+            expect(page.get_by_text("Passed").first).to_be_visible()  # the latest cell's result
+            page.get_by_text("Partitions", exact=True).last.click()  # the check's own tab
+            n = materialized.n_cells  # one result per models × shards cell, every one passed
+            expect(page.get_by_text(f"{n} Partitions", exact=True)).to_be_visible()
+            expect(page.get_by_text(f"Passed ({n})", exact=True)).to_be_visible()
+            shot(page, "07-token-nll-check-per-cell.png")
+
+            # 8. An asset computed by an older version of its step: stale, code version changed.
+            page.goto(f"{url}/assets/signature_overlap")
+            expect(page.get_by_text(re.compile(r"^Unsynced \(\d+\)$")).first).to_be_visible()
+            shot(page, "08-stale-after-code-version-change.png")
         except Exception:
             if context.pages:  # what the browser showed when a check failed
                 context.pages[0].screenshot(path=str(SCREENSHOTS / "failure.png"))
