@@ -25,10 +25,11 @@ install: $(BIN)/.sigmap-installed
 	@# `dg dev` in the repo root reads .env: keep its instance persistent
 	@echo "DAGSTER_HOME=$(DAGSTER_HOME)" > .env
 
-# Two workers, whole files per worker (module fixtures stay in one process); the real-daemon
-# test mostly waits on its server, so the other worker runs the rest of the suite meanwhile.
+# Two workers, whole files per worker (module fixtures stay in one process), the files in
+# collection order: tests/conftest.py puts the longest first (the real-daemon test, which
+# mostly waits on its server), so the other worker runs the short files meanwhile.
 PYTEST_WORKERS ?= 2
-PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 test: install
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) --durations=25

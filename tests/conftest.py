@@ -25,3 +25,30 @@ def shared_data() -> Path:
             f"real data folder {path} is absent (set SIGMAP_SHARED_DATA to point at shared/data)"
         )
     return path
+
+
+#: Test files that take minutes, longest first. They are collected first, so that with
+#: `make test`'s workers (pytest-xdist, whole files per worker) they start at once and the
+#: short files fill the other worker meanwhile, instead of one of them starting last.
+LONGEST_FIRST = (
+    "tests/assets/test_daemon.py",
+    "tests/assets/test_small_world.py",
+    "tests/assets/test_automation.py",
+    "tests/assets/test_skips.py",
+    "tests/assets/test_shards.py",
+    "tests/lib/studies/test_realdata_overlap.py",
+    "tests/lib/nll/test_real_model.py",
+    "tests/assets/test_run_shapes.py",
+    "tests/lib/worlds/test_zoo.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
+    root = Path(str(config.rootpath))
+
+    def key(item: pytest.Item) -> int:
+        rel = Path(str(item.path)).relative_to(root).as_posix()
+        return rank.get(rel, len(rank))
+
+    items.sort(key=key)  # stable: the order within a file and among the others is kept
