@@ -303,7 +303,6 @@ def test_automation_sensor_schedule_and_catalog_sensor_are_declared_on(project: 
     sensor = defs.get_sensor_def("sigmap_automation")
     assert sensor is sigmap_automation or sensor.name == sigmap_automation.name
     assert sensor.default_status == dg.DefaultSensorStatus.RUNNING
-    assert sensor.emit_backfills is False  # runs per partition, never a backfill per tick
     graph = defs.resolve_asset_graph()
     targeted = sensor.asset_selection.resolve(graph)
     assert {

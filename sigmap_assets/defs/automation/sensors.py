@@ -22,11 +22,6 @@ sigmap_automation = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=tick_seconds(30),
-    # one run per requested partition (or per range the asset's backfill policy allows),
-    # never a backfill: a backfill emitted by a tick that also requests the unpartitioned
-    # rank_coverage was seen to fail in Dagster's root-partition step ("Unable to determine
-    # root partitions for backfill"), and a tick's failed request is not repeated
-    emit_backfills=False,
     description="Evaluates the automation conditions of every sigmap asset.",
 )
 
