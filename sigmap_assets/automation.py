@@ -16,6 +16,10 @@ conditions here:
   does not make screening, the overlaps and the report run twice for one update;
 - fire once per update (`since_last_handled`): a failed run is not retried in a loop.
 
+The assets that read the user's files (`model_registry`, `benchmark_catalog`,
+`benchmark_scores`, `corpus_manifest`) follow the observations the input observer records
+(:func:`input_condition`): a changed file is re-read on the next tick, an unchanged one never.
+
 Shards are content-addressed, so `corpus_shard` partitions are filled once, when they appear
 (:func:`new_partition_condition`); `token_nll` cells are filled once when they appear or their
 shard's units are (re)written (:func:`cell_condition`), never for a registry re-read and never
@@ -52,8 +56,7 @@ def tick_seconds(default: int) -> int:
 AC = dg.AutomationCondition
 
 #: Tag carried by every asset whose refresh automation requests. Only these are waited for
-#: as "about to refresh" (token_nll, the registry, catalog and scores are refreshed by
-#: sensors and the schedule). Set with :func:`automated`, which attaches the condition and
+#: as "about to refresh". Set with :func:`automated`, which attaches the condition and
 #: the tag together, so the set of automated assets is derived from the assets themselves.
 AUTOMATED_TAG = "sigmap/automated"
 AUTOMATED = dg.AssetSelection.tag(AUTOMATED_TAG, "true")
@@ -68,16 +71,30 @@ def _ignoring(cond, ignore: Sequence[str]):
     return cond.ignore(dg.AssetSelection.assets(*ignore)) if ignore else cond
 
 
-def _changed() -> dg.AutomationCondition:
+#: The assets that read the user's files (:func:`input_condition`). A re-read often finds the
+#: content it read before (same data version), so their being requested is not taken as a
+#: change downstream: what follows them runs once their data version has changed.
+INPUT_READERS = ("model_registry", "benchmark_catalog", "benchmark_scores", "corpus_manifest")
+
+
+def _data_changed() -> dg.AutomationCondition:
     return (AC.data_version_changed() & ~AC.executed_with_root_target()).with_label(
         "data version changed"
-    ) | AC.will_be_requested()
+    )
+
+
+def _changed() -> dg.AutomationCondition:
+    return _data_changed() | AC.will_be_requested()
 
 
 def deps_changed(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
     """A dependency's data version changed since the previous tick (not by a run that also
-    updated this asset), or the dependency will be requested on this tick."""
-    return _ignoring(AC.any_deps_match(_changed()), ignore).with_label("any dep changed")
+    updated this asset), or the dependency will be requested on this tick (a reader of the
+    user's files only counts once its data version has changed)."""
+    changed = _ignoring(AC.any_deps_match(_data_changed()), ignore) | _ignoring(
+        AC.any_deps_match(AC.will_be_requested()), [*ignore, *INPUT_READERS]
+    )
+    return changed.with_label("any dep changed")
 
 
 def dep_about_to_refresh() -> dg.AutomationCondition:
@@ -124,6 +141,30 @@ def aggregate_condition(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
         & ~dep_about_to_refresh()
         & ~AC.in_progress()
     ).with_label("aggregate: refresh on upstream changes, never wait for missing partitions")
+
+
+#: The user's input files: observable source assets whose observations (the input observer
+#: records one per change) carry a data version of their content (`sigmap_assets.fingerprints`).
+INPUT_SOURCES = dg.AssetSelection.assets(
+    "registry_file", "catalog_file", "corpus_files", "score_sources", "lm_eval_logs"
+)
+
+
+def input_condition() -> dg.AutomationCondition:
+    """Assets that read the user's input files (the registry, the catalog, the score sources,
+    the corpus plan): read them once every input they read has been observed, and again when
+    one of those inputs has a new observed data version or an upstream asset's data version
+    changed; once per change, never while an upstream run is in progress."""
+    return (
+        (AC.newly_missing() | deps_changed() | AC.code_version_changed())
+        .since_last_handled()
+        .with_label("missing, or an input or upstream changed since last handled")
+        & ~AC.any_deps_match(AC.missing())
+        .allow(INPUT_SOURCES)
+        .with_label("an input it reads is not observed yet")
+        & ~upstream_busy()
+        & ~AC.in_progress()
+    ).with_label("input reader: read the inputs when they are observed or change")
 
 
 def automated(condition: dg.AutomationCondition) -> dict[str, Any]:

@@ -9,6 +9,9 @@ from typing import Any
 
 import dagster as dg
 
+#: The tag Dagster records a materialization's or an observation's data version under.
+DATA_VERSION_TAG = "dagster/data_version"
+
 #: The owners of every sigmap asset (the UI's Owner column and filter).
 OWNERS = ["team:sigmap"]
 

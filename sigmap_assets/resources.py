@@ -112,6 +112,19 @@ class WorldResource(SigmapResource):
     def file(self, name: str) -> Path:
         return self.root() / name
 
+    def score_sources(self) -> tuple[list, Path]:
+        """The score source specs and the folder their relative paths are resolved against:
+        the ``sources`` of ``scores.yaml`` in the world, else ``scores.csv`` as one wide
+        source."""
+        import yaml
+
+        listed = self.file("scores.yaml")
+        if listed.exists():
+            return list(
+                (yaml.safe_load(listed.read_text()) or {}).get("sources") or []
+            ), listed.parent
+        return [{"kind": "wide", "path": str(self.file("scores.csv"))}], self.root()
+
     def lm_eval_logs(self) -> Path:
         """Folder of lm-evaluation-harness output folders to score (``--output_path``):
         ``lm_eval_logs`` in ``<storage>/sigmap.yaml``, else ``<world>/lm_eval_logs``."""

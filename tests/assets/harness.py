@@ -240,3 +240,31 @@ def run_cli(tmp_path: Path, *args: str, timeout: int = 900):
     return subprocess.run(
         [*cmd, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
     )
+
+
+def as_automation_stores_it(instance: dg.DagsterInstance, graph, assets: Sequence[str]):
+    """An asset-graph subset of ``assets`` with all their partitions, each dynamic subset
+    stored as one key range: the compressed form declarative automation gives the backfills
+    it emits (the form Dagster 1.13's backfill daemon can fail on, `sigmap_assets.backfills`)."""
+    from dagster._core.definitions.assets.graph.asset_graph_subset import AssetGraphSubset
+    from dagster._core.definitions.partitions.context import partition_loading_context
+    from dagster._core.definitions.partitions.snap import PartitionsSnap
+    from dagster._core.definitions.partitions.subset.key_ranges import KeyRangesPartitionsSubset
+
+    non, parts = set(), {}
+    with partition_loading_context(dynamic_partitions_store=instance):
+        for name in assets:
+            key = dg.AssetKey(name)
+            pdef = graph.get(key).partitions_def
+            if pdef is None:
+                non.add(key)
+                continue
+            keys = pdef.get_partition_keys()
+            if not isinstance(pdef, dg.DynamicPartitionsDefinition):  # the models x shards grid
+                parts[key] = pdef.empty_subset().with_partition_keys(keys)
+                continue
+            parts[key] = KeyRangesPartitionsSubset(
+                key_ranges=[dg.PartitionKeyRange(keys[0], keys[-1])],
+                partitions_snap=PartitionsSnap.from_def(pdef),
+            )
+    return AssetGraphSubset(non_partitioned_asset_keys=non, partitions_subsets_by_asset_key=parts)

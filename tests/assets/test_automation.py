@@ -1,4 +1,5 @@
-"""Refresh when new models arrive: the new-model sensor plus declarative automation, no manual step.
+"""Refresh when inputs change: the input observer and the partition sensors plus declarative
+automation, no manual step.
 
 Each tick of the `sigmap_automation` sensor is reproduced in-process with
 `dg.evaluate_automation_conditions` (carrying its cursor from tick to tick), each sensor tick
@@ -21,8 +22,9 @@ from sigmap_assets.defs.automation.sensors import (
     nightly_score_refresh,
     sigmap_automation,
 )
-from sigmap_assets.defs.inputs.sensors import DATA_VERSION_TAG, input_observer
+from sigmap_assets.defs.inputs.sensors import input_observer
 from sigmap_assets.defs.models.sensors import new_model_sensor
+from sigmap_assets.metadata import DATA_VERSION_TAG
 from tests.assets.harness import Project
 
 FAST = {
@@ -64,23 +66,6 @@ def sensor_tick(project: Project, sensor, cursor: str | None):
     return result
 
 
-def launch(project: Project, run_requests) -> dict[str, bool]:
-    """Execute a sensor's run requests in-process; partition key (or assets) → success."""
-    outcome = {}
-    for req in run_requests:
-        names = [k.to_user_string() for k in req.asset_selection] if req.asset_selection else None
-        if names is None:  # the sensor's own target
-            names = ["corpus_manifest"]
-        res = project.materialize(
-            names,
-            partition=req.partition_key,
-            raise_on_error=False,
-            run_config=project.corpus_config if "corpus_manifest" in names else None,
-        )
-        outcome[req.partition_key or ",".join(names)] = res.success
-    return outcome
-
-
 def observe_inputs(project: Project) -> set[str]:
     """A tick of the input observer, its observations recorded as the daemon records them
     (it never requests a run); the inputs it observed."""
@@ -108,12 +93,15 @@ def topo_order(project: Project) -> list[str]:
 
 def run_requested(project: Project, asked: dict[str, set], failures: dict) -> None:
     """Materialize what automation requested, in dependency order, as the daemon would: an
-    unpartitioned asset once, all benchmarks in one range run, other keys one run each."""
+    unpartitioned asset once, all benchmarks in one range run, other keys one run each (the
+    corpus plan with the project's shard size)."""
     bench = project.keys("benchmarks")
     for name in topo_order(project):
         if name not in asked or name in SKIP:
             continue
         cfg = {"ops": {name: {"config": FAST[name]}}} if name in FAST else None
+        if name == "corpus_manifest":
+            cfg = project.corpus_config
         keys = asked[name]
         if keys == {None}:
             res = project.materialize([name], run_config=cfg, raise_on_error=False)
@@ -197,10 +185,12 @@ def latest_meta(project: Project, name: str, partition: str | None = None) -> di
     return recs[0].asset_materialization.metadata
 
 
+READERS = {"model_registry", "benchmark_catalog", "benchmark_scores", "corpus_manifest"}
+
+
 def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     project: Project, synthetic_world: Path
 ) -> None:
-    from sigmap_assets.defs.automation.sensors import corpus_sensor
     from sigmap_assets.partitions import cell_key
 
     # the 12th model of the registry cannot be loaded: its cells fail
@@ -208,32 +198,28 @@ def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     broken_id = reg["models"][-1]["id"]
     reg["models"][-1]["nll_source"] = "nll/does_not_exist.npy"
     (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
-    project.materialize(["model_zoo"])
-    project.materialize(["benchmark_catalog"])
-    t0 = tick(project)  # the automation sensor runs before any corpus or model arrives
+    t0 = tick(project)  # the automation sensor runs before any input is observed: nothing
     assert requested(t0) == {}
-    project.materialize(["corpus_manifest"], run_config=project.corpus_config)
-    shards = project.keys("shards")
-    assert len(shards) == 3
-    # new shards: automation builds their units (each once)
-    ticks, cursor, failures = settle(project, t0.cursor)
-    assert once_each(ticks, "corpus_shard") == set(shards) and not failures
-    assert all("token_nll" not in t for t in ticks)
 
-    # the model sensor: 12 partitions (36 cells) and one registry/scores run; the input
-    # observer records the inputs on the same tick (observations request nothing)
+    # the input observer records the inputs; the model sensor adds 12 `models` partitions
+    # (36 cells with the shards to come) and requests nothing
+    assert {"registry_file", "catalog_file", "corpus_files", "score_sources"} <= observe_inputs(
+        project
+    )
     s1 = sensor_tick(project, new_model_sensor, None)
-    assert "registry_file" in observe_inputs(project)
-    assert len(project.keys("models")) == 12
-    assert [set(r.asset_selection) for r in s1.run_requests] == [
-        {dg.AssetKey("model_registry"), dg.AssetKey("benchmark_scores")}
-    ]
-    assert all(launch(project, s1.run_requests).values())
+    assert not s1.run_requests and len(project.keys("models")) == 12
     broken = next(k for k in project.keys("models") if k.replace("__", "/") == broken_id)
 
-    # automation fills every cell once (the broken model's fail, never retried), ranks each
-    # shard, chooses the coverage (11 models), screens every shard and merges: no stall
-    ticks, cursor, failures = settle(project, cursor)
+    # automation reads the inputs (registry, catalog, scores, corpus plan: one tick), builds
+    # every shard once, fills every cell once (the broken model's fail, never retried), ranks
+    # each shard, chooses the coverage (11 models), screens every shard and merges: no stall
+    ticks, cursor, failures = settle(project, t0.cursor)
+    assert READERS <= set(ticks[0]), ticks[0]
+    shards = project.keys("shards")
+    assert len(shards) == 3
+    for name in READERS:
+        once_each(ticks, name)
+    assert once_each(ticks, "corpus_shard") == set(shards)
     cells = {str(cell_key(m, s)) for m in project.keys("models") for s in shards}
     assert once_each(ticks, "token_nll") == cells
     assert failures == {"token_nll": {str(cell_key(broken, s)) for s in shards}}
@@ -250,19 +236,21 @@ def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     project.materialize(["benchmark_catalog", "benchmark_scores"])
     ticks, cursor, _ = settle(project, cursor)
     assert ticks == []
-    # new data versions of every input alone (observed, nothing re-read) trigger nothing
+    # a new data version of every input (as if each file were touched): the readers re-read
+    # them once; what they read is unchanged (same data versions), so nothing else runs
     force_new_input_versions(project, "changed")
     ticks, cursor, _ = settle(project, cursor)
-    assert ticks == []
+    assert [set(t) for t in ticks] == [READERS], ticks
 
-    # a model is added: the sensor adds its partition; automation fills its 3 cells only
+    # a model is added: the sensor adds its partition; the observer sees the registry and the
+    # scores change; automation re-reads them and fills the new model's 3 cells only
     add_model(synthetic_world, "synthetic/epsilon-new")
     s2 = sensor_tick(project, new_model_sensor, s1.cursor)
+    assert not s2.run_requests and len(project.keys("models")) == 13
     assert {"registry_file", "score_sources"} <= observe_inputs(project)
-    assert len(project.keys("models")) == 13
-    assert all(launch(project, s2.run_requests).values())
     ticks, cursor, failures = settle(project, cursor)
     new = "synthetic__epsilon-new"
+    assert {"model_registry", "benchmark_scores"} <= set(ticks[0])
     assert once_each(ticks, "token_nll") == {str(cell_key(new, s)) for s in shards}
     assert not failures
     assert once_each(ticks, "nll_ranks") == set(shards)
@@ -270,17 +258,14 @@ def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     screening = project.storage.layout.screening_summary(project.keys("benchmarks")[0])
     assert new in yaml.safe_load(screening.read_text())["models_used"]
 
-    # a corpus file is added: the corpus sensor re-plans; automation builds the new shard,
-    # fills its cells for every model (and only those), ranks that shard only, merges again
-    c0 = sensor_tick(project, corpus_sensor, None)  # first tick: remembers the folder
-    assert c0.run_requests == []
+    # a corpus file is added: the observer sees the folder change; automation re-plans the
+    # corpus, builds the new shard, fills its cells for every model (and only those), ranks
+    # that shard only, merges again
     add_corpus_file(synthetic_world)
-    c1 = sensor_tick(project, corpus_sensor, c0.cursor)
-    assert "corpus_files" in observe_inputs(project)
-    assert len(c1.run_requests) == 1
-    assert all(launch(project, c1.run_requests).values())
-    [added] = [s for s in project.keys("shards") if s not in shards]
+    assert observe_inputs(project) == {"corpus_files"}
     ticks, cursor, failures = settle(project, cursor)
+    assert "corpus_manifest" in ticks[0], ticks[0]
+    [added] = [s for s in project.keys("shards") if s not in shards]
     assert once_each(ticks, "corpus_shard") == {added}
     assert once_each(ticks, "token_nll") == {
         str(cell_key(m, added)) for m in project.keys("models")
@@ -295,7 +280,8 @@ def test_new_models_and_corpus_files_flow_through_the_graph_without_stalling(
     # the same registry and corpus again: nothing new
     s3 = sensor_tick(project, new_model_sensor, s2.cursor)
     assert not s3.run_requests and not s3.dynamic_partitions_requests
-    assert isinstance(sensor_tick(project, corpus_sensor, c1.cursor), dg.SkipReason)
+    assert observe_inputs(project) == set()
+    assert settle(project, cursor)[0] == []
 
 
 def test_automation_sensor_schedule_and_catalog_sensor_are_declared_on(project: Project) -> None:
@@ -333,7 +319,7 @@ def test_automation_sensor_schedule_and_catalog_sensor_are_declared_on(project: 
     assert not req.partition_key
 
 
-def test_catalog_sensor_requests_a_refresh_only_when_the_file_changes(
+def test_catalog_sensor_adds_partitions_only_when_the_file_changes(
     project: Project, synthetic_world: Path
 ) -> None:
     def run(cursor):
@@ -345,23 +331,28 @@ def test_catalog_sensor_requests_a_refresh_only_when_the_file_changes(
     catalog = synthetic_world / "catalog.yaml"
     digest = hashlib.sha256(catalog.read_bytes()).hexdigest()[:16]
     r1 = run(None)
-    assert r1.cursor == digest
-    assert [r.run_key for r in r1.run_requests] == [f"catalog:{digest}"]
+    assert r1.cursor == digest and not r1.run_requests
     [add] = r1.dynamic_partitions_requests
     assert add.partitions_def_name == "benchmarks" and len(add.partition_keys) == 6
     project.instance.add_dynamic_partitions("benchmarks", list(add.partition_keys))
 
-    assert isinstance(run(r1.cursor), dg.SkipReason)  # unchanged file: no run
+    assert isinstance(run(r1.cursor), dg.SkipReason)  # unchanged file
 
     cat = yaml.safe_load(catalog.read_text())
     entry = next(iter(cat["benchmarks"].values()))
     cat["benchmarks"]["extra_bench"] = dict(entry)
     catalog.write_text(yaml.safe_dump(cat, sort_keys=False))
     r3 = run(r1.cursor)
-    assert r3.cursor != r1.cursor and len(r3.run_requests) == 1
+    assert r3.cursor != r1.cursor and not r3.run_requests
     [add] = r3.dynamic_partitions_requests
     assert list(add.partition_keys) == ["extra_bench"]
+    project.instance.add_dynamic_partitions("benchmarks", ["extra_bench"])
     assert isinstance(run(r3.cursor), dg.SkipReason)
+    cat["benchmarks"]["extra_bench"]["function"] = "other"  # changed, but no new benchmark
+    catalog.write_text(yaml.safe_dump(cat, sort_keys=False))
+    r4 = run(r3.cursor)
+    assert isinstance(r4, dg.SensorResult) and not r4.run_requests
+    assert not r4.dynamic_partitions_requests and r4.cursor != r3.cursor
 
 
 def test_automated_assets_are_derived_from_their_own_conditions() -> None:
@@ -390,7 +381,7 @@ def test_automated_assets_are_derived_from_their_own_conditions() -> None:
         "shard_screen",
         "signatures",
     } <= with_condition
-    assert "corpus_manifest" not in with_condition  # the corpus sensor requests it
+    assert READERS <= with_condition  # the readers of the user's inputs
     assert {"irt_item_pool", "irt_fits", "metabench_selection", "metabench"} <= with_condition
 
 
@@ -412,10 +403,10 @@ def test_tick_interval_comes_from_the_environment(monkeypatch: pytest.MonkeyPatc
         for module in (automation_sensors, model_sensors):
             importlib.reload(module)
         assert automation_sensors.sigmap_automation.minimum_interval_seconds == 7
-        assert automation_sensors.corpus_sensor.minimum_interval_seconds == 7
+        assert automation_sensors.catalog_sensor.minimum_interval_seconds == 7
         assert model_sensors.new_model_sensor.minimum_interval_seconds == 7
     finally:
         monkeypatch.delenv(TICK_ENV)
         for module in (automation_sensors, model_sensors):
             importlib.reload(module)
-    assert automation_sensors.corpus_sensor.minimum_interval_seconds == 60
+    assert automation_sensors.catalog_sensor.minimum_interval_seconds == 60

@@ -11,8 +11,11 @@ from pathlib import Path
 import dagster as dg
 import yaml
 
-from sigmap_assets.defs.inputs.assets import ABSENT, user_inputs
-from sigmap_assets.defs.inputs.sensors import DATA_VERSION_TAG, input_observer, last_observed
+from sigmap_assets.automation import input_condition
+from sigmap_assets.defs.inputs.assets import user_inputs
+from sigmap_assets.defs.inputs.sensors import input_observer, last_observed
+from sigmap_assets.fingerprints import ABSENT
+from sigmap_assets.metadata import DATA_VERSION_TAG
 from tests.assets.harness import Project
 
 INPUTS = {
@@ -67,10 +70,13 @@ def test_lineage_starts_at_the_users_files(project: Project) -> None:
         assert node.group_name == "inputs"
         children = {k.to_user_string() for k in node.child_keys}
         assert children == readers, name
-    # no automated asset depends on an input: an observation alone cannot trigger a run
-    for name in INPUTS:
+    # the readers of the files re-read them when an observation changes; the lm-eval folders
+    # are scored per folder by their sensor, never all at once for one observation
+    reader = input_condition().label
+    for name in ("registry_file", "catalog_file", "corpus_files", "score_sources"):
         for child in graph.get(dg.AssetKey(name)).child_keys:
-            assert graph.get(child).automation_condition is None, child
+            assert graph.get(child).automation_condition.label == reader, child
+    assert graph.get(dg.AssetKey("scored_models")).automation_condition is None
 
 
 def test_observing_gives_the_content_of_files_and_the_stamp_of_folders(
@@ -118,8 +124,8 @@ def test_score_sources_cover_scores_yaml_and_the_files_it_names(
 def test_the_observer_records_each_change_once_and_launches_nothing(
     project: Project, synthetic_world: Path
 ) -> None:
-    first = observed(observer_tick(project))  # nothing observed yet: every input
-    assert set(first) == set(INPUTS)
+    first = observed(observer_tick(project))  # nothing observed yet: every input that exists
+    assert set(first) == set(INPUTS) - {"lm_eval_logs"}  # no lm-eval folder in this world
     assert first["registry_file"] == sha16(synthetic_world / "models.yaml")
     assert isinstance(observer_tick(project), dg.SkipReason)  # unchanged
 

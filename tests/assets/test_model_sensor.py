@@ -34,7 +34,9 @@ def _tick(instance: dg.DagsterInstance, world: WorldResource, cursor: str | None
     return result
 
 
-def test_sensor_adds_new_models_once_and_requests_the_registry_run(tmp_path: Path) -> None:
+def test_sensor_adds_new_models_once_and_requests_no_run(tmp_path: Path) -> None:
+    """New models become partitions; the registry is re-read by automation (its input is
+    observed), the cells are filled by automation: the sensor requests nothing."""
     with dg.instance_for_test() as instance:
         world = _world(tmp_path, ["EleutherAI/pythia-160m", "gpt2"])
         r1 = _tick(instance, world, None)
@@ -42,12 +44,7 @@ def test_sensor_adds_new_models_once_and_requests_the_registry_run(tmp_path: Pat
             "EleutherAI__pythia-160m",
             "gpt2",
         ]
-        assert not [r for r in r1.run_requests if r.partition_key]  # cells: automation's job
-        [reg] = r1.run_requests
-        assert set(reg.asset_selection) == {
-            dg.AssetKey("model_registry"),
-            dg.AssetKey("benchmark_scores"),
-        }
+        assert not r1.run_requests
 
         # same registry again: nothing new
         r2 = _tick(instance, world, r1.cursor)
@@ -57,7 +54,7 @@ def test_sensor_adds_new_models_once_and_requests_the_registry_run(tmp_path: Pat
         world = _world(tmp_path, ["gpt2", "org/new-model"])
         r3 = _tick(instance, world, r2.cursor)
         [add] = r3.dynamic_partitions_requests
-        assert list(add.partition_keys) == ["org__new-model"] and len(r3.run_requests) == 1
+        assert list(add.partition_keys) == ["org__new-model"] and not r3.run_requests
         assert sorted(instance.get_dynamic_partitions("models")) == [
             "EleutherAI__pythia-160m",
             "gpt2",

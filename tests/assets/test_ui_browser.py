@@ -73,8 +73,9 @@ EXPECTED_ASSETS = (
 # Materialized by Project.through("overlap"); overlap_report and metabench are not.
 MATERIALIZED = ("token_nll", "nll_ranks", "screened_candidates", "signatures", "signature_overlap")
 
-# The test home's run queue is paused: the daemon's sensors may request runs (catalog_sensor
-# does on its first tick); they stay queued instead of competing for the CPU with the browser.
+# The test home's run queue is paused: automation may request runs (the input observer's
+# first observations are re-read); they stay queued instead of competing for the CPU with
+# the browser.
 DAGSTER_YAML = instance_yaml(max_concurrent_runs=0)
 
 

@@ -1,12 +1,13 @@
-"""Declarative automation and schedules: new models flow through the graph with no manual step.
+"""Declarative automation and schedules: new inputs flow through the graph with no manual step.
 
-- `sigmap_automation` evaluates every asset's automation condition (on by default);
+- `sigmap_automation` evaluates every asset's automation condition (on by default): the
+  readers of the user's files re-read a file when the input observer sees it change (a new
+  corpus file: the corpus is re-planned, its new `shards` partitions get their units, NLL cells
+  for every model, ranks and screens, then the merges — nothing computed before is redone);
 - `nightly_score_refresh` re-reads the score sources (leaderboards, lm-eval folders) and
   the catalog every night; downstream aggregates then refresh by automation;
-- `catalog_sensor` re-reads catalog.yaml when it changes (new benchmarks → partitions);
-- `corpus_sensor` re-plans the corpus when its files change (new files → new `shards`
-  partitions; automation then builds their units, fills their NLL cells for every model, and
-  refreshes their ranks and screens and the merges — nothing computed before is redone).
+- `catalog_sensor` adds a `benchmarks` partition for each new benchmark of catalog.yaml;
+- `automation_backfill_retry` submits again an automation backfill Dagster's daemon failed.
 """
 
 import hashlib
@@ -36,10 +37,12 @@ nightly_score_refresh = dg.ScheduleDefinition(
 
 @dg.sensor(
     name="catalog_sensor",
-    target=dg.AssetSelection.assets("benchmark_catalog", "benchmark_scores"),
     minimum_interval_seconds=tick_seconds(60),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="When catalog.yaml changes, re-reads it (adding `benchmarks` partitions) and the scores.",
+    description=(
+        "When catalog.yaml changes, adds a `benchmarks` partition for each new benchmark "
+        "(automation re-reads the catalog and the scores when the input observer sees it change)."
+    ),
 )
 def catalog_sensor(
     context: dg.SensorEvaluationContext, world: WorldResource
@@ -55,53 +58,46 @@ def catalog_sensor(
     plan = plan_benchmark_sync(
         path, set(context.instance.get_dynamic_partitions(benchmarks_partitions.name))
     )
-    if (
-        not context.cursor
-        and not plan.new_keys
-        and context.instance.get_latest_materialization_event(dg.AssetKey("benchmark_catalog"))
-    ):
-        # first tick on an existing instance: remember the file, refresh nothing
-        return dg.SensorResult(run_requests=[], cursor=digest)
+    if plan.new_keys:
+        context.log.info(f"new benchmarks: {', '.join(plan.new_keys)}")
     return dg.SensorResult(
         dynamic_partitions_requests=[benchmarks_partitions.build_add_request(plan.new_keys)]
         if plan.new_keys
         else [],
-        run_requests=[dg.RunRequest(run_key=f"catalog:{digest}")],
         cursor=digest,
     )
 
 
-def corpus_digest(corpus_dir) -> str:
-    """Names, sizes and modification times of the corpus files (cheap: no file is read)."""
-    from sigmap_lib.inputs import corpus_files, files_stamp
-
-    return files_stamp(corpus_files(corpus_dir), root=corpus_dir)
-
-
 @dg.sensor(
-    name="corpus_sensor",
-    target=dg.AssetSelection.assets("corpus_manifest"),
-    minimum_interval_seconds=tick_seconds(60),
+    name="automation_backfill_retry",
+    asset_selection=dg.AssetSelection.all(),  # what automation targets; no job is built
+    minimum_interval_seconds=tick_seconds(30),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
-        "When the corpus folder's files change (added, removed, rewritten), re-plans the shards "
-        "(corpus_manifest): new shards become `shards` partitions and automation fills them."
+        "Submits again, once, an automation backfill that Dagster's backfill daemon failed "
+        "before launching anything ('Unable to determine root partitions'), with its target "
+        "spelled out as partition keys; automation never repeats a tick's request."
     ),
 )
-def corpus_sensor(
-    context: dg.SensorEvaluationContext, world: WorldResource
+def automation_backfill_retry(
+    context: dg.SensorEvaluationContext,
 ) -> dg.SensorResult | dg.SkipReason:
-    corpus = world.root() / "corpus"
-    if not corpus.is_dir():
-        return dg.SkipReason(f"no corpus folder at {corpus} yet")
-    try:
-        digest = corpus_digest(corpus)
-    except Exception as exc:  # an empty or unreadable folder: say so, try again next tick
-        return dg.SkipReason(f"corpus {corpus}: {exc}")
-    if context.cursor == digest:
-        return dg.SkipReason("corpus files unchanged")
-    if not context.cursor and context.instance.get_latest_materialization_event(
-        dg.AssetKey("corpus_manifest")
-    ):
-        return dg.SensorResult(run_requests=[], cursor=digest)  # first tick: remember it
-    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=f"corpus:{digest}")], cursor=digest)
+    import json
+    import time
+
+    from sigmap_assets.backfills import failed_automation_backfills, retry_request
+
+    handled: list[str] = json.loads(context.cursor) if context.cursor else []
+    failed = [
+        b
+        for b in failed_automation_backfills(context.instance, now=time.time())
+        if b.backfill_id not in handled
+    ]
+    if not failed:
+        return dg.SkipReason("no failed automation backfill to submit again")
+    graph = context.repository_def.asset_graph
+    requests = [r for b in failed if (r := retry_request(b, graph, context.instance))]
+    for b in failed:
+        context.log.info(f"submitting automation backfill {b.backfill_id} again")
+    cursor = json.dumps([*handled, *(b.backfill_id for b in failed)][-200:])
+    return dg.SensorResult(run_requests=requests, cursor=cursor)

@@ -5,7 +5,7 @@ from datetime import timedelta
 
 import dagster as dg
 
-from sigmap_assets.automation import automated, partition_condition
+from sigmap_assets.automation import automated, input_condition, partition_condition
 from sigmap_assets.config import SigmapConfig
 from sigmap_assets.metadata import md_table, table_metadata
 from sigmap_assets.partitions import benchmarks_partitions
@@ -34,6 +34,7 @@ class ScoresConfig(SigmapConfig):
     deps=["model_zoo", "catalog_file"],
     kinds={"parquet"},
     freshness_policy=NIGHTLY_FRESHNESS,
+    **automated(input_condition()),
 )
 def benchmark_catalog(
     context: dg.AssetExecutionContext, world: WorldResource, storage: SigmapStorage
@@ -93,6 +94,7 @@ def benchmark_catalog(
     ],
     kinds={"parquet"},
     freshness_policy=NIGHTLY_FRESHNESS,
+    **automated(input_condition()),
 )
 def benchmark_scores(
     config: ScoresConfig, world: WorldResource, storage: SigmapStorage
@@ -102,19 +104,12 @@ def benchmark_scores(
     Sources: `scores.yaml` in the world (a list of specs: leaderboard CSVs, long/wide
     tables, lm-evaluation-harness result folders) if present, else `scores.csv` (wide).
     """
-    import yaml
 
     from sigmap_lib.inputs import read_catalog, read_registry
     from sigmap_lib.inputs.scores import keyed_scores, read_score_sources, score_summary
 
     catalog = read_catalog(world.file("catalog.yaml"))
-    sources_file = world.file("scores.yaml")
-    if sources_file.exists():
-        specs = (yaml.safe_load(sources_file.read_text()) or {}).get("sources", [])
-        base = sources_file.parent
-    else:
-        specs = [{"kind": "wide", "path": str(world.file("scores.csv"))}]
-        base = world.root()
+    specs, base = world.score_sources()
     long, validation = read_score_sources(
         specs,
         catalog=catalog,

@@ -4,7 +4,7 @@ import hashlib
 
 import dagster as dg
 
-from sigmap_assets.automation import automated, new_partition_condition
+from sigmap_assets.automation import automated, input_condition, new_partition_condition
 from sigmap_assets.config import SigmapConfig
 from sigmap_assets.metadata import md_table, stored_table_metadata, table_metadata
 from sigmap_assets.partitions import shards_partitions
@@ -21,7 +21,12 @@ class CorpusConfig(SigmapConfig):
     sizing rule of docs/FORMATS.md). Changing it re-plans new or changed files only."""
 
 
-@dg.asset(group_name="corpus", deps=["model_zoo", "corpus_files"], kinds={"parquet"})
+@dg.asset(
+    group_name="corpus",
+    deps=["model_zoo", "corpus_files"],
+    kinds={"parquet"},
+    **automated(input_condition()),
+)
 def corpus_manifest(
     context: dg.AssetExecutionContext,
     config: CorpusConfig,

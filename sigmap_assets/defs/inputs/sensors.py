@@ -5,11 +5,10 @@ from __future__ import annotations
 import dagster as dg
 
 from sigmap_assets.automation import tick_seconds
-from sigmap_assets.defs.inputs.assets import InputVersion, input_versions, user_inputs
+from sigmap_assets.defs.inputs.assets import user_inputs
+from sigmap_assets.fingerprints import ABSENT, InputVersion, input_versions
+from sigmap_assets.metadata import DATA_VERSION_TAG
 from sigmap_assets.resources import WorldResource
-
-#: The tag an observation's data version is recorded under (what `ObserveResult` writes).
-DATA_VERSION_TAG = "dagster/data_version"
 
 
 def last_observed(instance: dg.DagsterInstance, key: dg.AssetKey) -> str | None:
@@ -37,8 +36,8 @@ def observation(key: dg.AssetKey, v: InputVersion) -> dg.AssetObservation:
     description=(
         "Fingerprints the user's inputs (registry, catalog, corpus files, score sources, "
         "lm-eval logs) each tick and records an observation of every input whose fingerprint "
-        "differs from the one last observed. It launches no run: the other sensors and the "
-        "schedule refresh what reads the inputs."
+        "differs from the one last observed (an input is first observed once it exists). It "
+        "launches no run: automation re-reads an observed change on its next tick."
     ),
 )
 def input_observer(
@@ -50,9 +49,11 @@ def input_observer(
         return dg.SkipReason(f"inputs not readable yet: {exc}")
     keys = sorted(user_inputs.keys, key=lambda k: k.to_user_string())
     events = [
-        observation(key, versions[key.to_user_string()])
+        observation(key, v)
         for key in keys
-        if last_observed(context.instance, key) != versions[key.to_user_string()].version
+        if (v := versions[key.to_user_string()]).version
+        != (last := last_observed(context.instance, key))
+        and not (last is None and v.version == ABSENT)  # an input is first observed once it exists
     ]
     if not events:
         return dg.SkipReason("inputs unchanged since their last observation")

@@ -33,9 +33,9 @@ def log_folders(root: Path) -> dict[str, Path]:
 
 def folder_fingerprint(folder: Path) -> str:
     """Names, sizes and mtimes of a folder's lm-eval files (a new run changes it)."""
-    from sigmap_lib.inputs import files_stamp
+    from sigmap_assets.fingerprints import folder_version
 
-    return files_stamp(sorted(folder.glob("*.json*")), root=folder)
+    return folder_version(folder, sorted(folder.glob("*.json*"))).version
 
 
 @dg.asset(

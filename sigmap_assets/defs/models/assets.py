@@ -7,7 +7,12 @@ import time
 
 import dagster as dg
 
-from sigmap_assets.automation import aggregate_condition, automated, cell_condition
+from sigmap_assets.automation import (
+    aggregate_condition,
+    automated,
+    cell_condition,
+    input_condition,
+)
 from sigmap_assets.config import SigmapConfig
 from sigmap_assets.layout import StorageLayout
 from sigmap_assets.metadata import md_table, table_metadata
@@ -26,7 +31,12 @@ GPU_OP_TAGS = {
 }
 
 
-@dg.asset(group_name="models", deps=["model_zoo", "registry_file"], kinds={"parquet"})
+@dg.asset(
+    group_name="models",
+    deps=["model_zoo", "registry_file"],
+    kinds={"parquet"},
+    **automated(input_condition()),
+)
 def model_registry(world: WorldResource, storage: SigmapStorage) -> dg.MaterializeResult:
     """The models of the registry (`models.yaml`): raw id, partition key, family, size, revision."""
     import polars as pl

@@ -1,5 +1,6 @@
 """The new-model sensor: registry entries become `models` partitions (their `token_nll`
-cells on every shard are then filled by automation, once each)."""
+cells on every shard are then filled by automation, once each; the registry itself is re-read
+by automation when the input observer sees `models.yaml` change)."""
 
 import json
 
@@ -13,16 +14,17 @@ from sigmap_assets.resources import WorldResource
 
 @dg.sensor(
     name="new_model_sensor",
-    target=dg.AssetSelection.assets("model_registry", "benchmark_scores"),
+    target=dg.AssetSelection.assets("token_nll"),
     minimum_interval_seconds=tick_seconds(30),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Reads models.yaml; in one tick adds a `models` partition for every new model (a row of "
-        "token_nll cells, one per shard, which automation then fills once each) and requests one "
-        "run re-reading the registry and matching the scores to it. Removing a model from the "
-        "file never deletes its partition or data. A registered model whose files change in "
-        "place (sizes or mtimes) gets its cells requested again (once per change); the cells "
-        "are keyed by the files' content, so only that model is rescored."
+        "token_nll cells, one per shard, which automation then fills once each). Automation "
+        "re-reads the registry and the scores when the input observer sees the files change. "
+        "Removing a model from the file never deletes its partition or data. A registered "
+        "model whose files change in place (sizes or mtimes) gets its cells requested again "
+        "(once per change): the registry names the files, not their content, so only this "
+        "sensor sees that change, and only that model is rescored."
     ),
 )
 def new_model_sensor(
@@ -66,15 +68,9 @@ def new_model_sensor(
             skip_reason=f"{len(plan.known_keys)} models, none new", cursor=cursor
         )
     context.log.info(f"new models: {', '.join(plan.raw_ids[k] for k in plan.new_keys)}")
-    # the registry and the scores matched to it: without the second, a new model's scores stay
-    # unmatched (NaN) and screening ignores it until the nightly re-read
-    registry_run = dg.RunRequest(
-        asset_selection=[dg.AssetKey("model_registry"), dg.AssetKey("benchmark_scores")],
-        run_key=f"model_registry:{','.join(sorted(plan.known_keys))}",
-    )
     return dg.SensorResult(
         dynamic_partitions_requests=[models_partitions.build_add_request(plan.new_keys)],
-        run_requests=[registry_run, *rescore],
+        run_requests=rescore,
         cursor=cursor,
     )
 

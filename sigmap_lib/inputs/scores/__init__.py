@@ -29,6 +29,7 @@ from ._readers import (
     read_score_sources,
     read_scores,
     read_wide,
+    score_source_path,
 )
 from ._reshape import (
     from_wide,
@@ -62,6 +63,7 @@ __all__ = [
     "read_scores",
     "read_wide",
     "samples_task",
+    "score_source_path",
     "score_summary",
     "to_wide",
     "validate_scores",

@@ -269,6 +269,47 @@ _READERS: dict[str, Callable[..., pl.DataFrame]] = {
 }
 
 
+def score_source_path(spec: Mapping[str, Any], *, base_dir: str | Path | None = None) -> Path:
+    """The file or folder a score source spec names: its ``path``, ``~`` expanded, a relative
+    path resolved against ``base_dir``.
+
+    Parameters
+    ----------
+    spec : mapping
+        A source spec (see :func:`read_scores`).
+    base_dir : str, Path or None
+        Folder a relative ``path`` is resolved against.
+
+    Returns
+    -------
+    Path
+        The path, whether or not it exists.
+
+    Raises
+    ------
+    SigmapInputError
+        ``spec`` is not a mapping or has no ``path``.
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs.scores import score_source_path
+    >>> score_source_path({"kind": "wide", "path": "board.csv"}, base_dir="/data").as_posix()
+    '/data/board.csv'
+    >>> score_source_path({"kind": "wide"})
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: score source {'kind': 'wide'}: missing 'path'
+    """
+    if not isinstance(spec, Mapping):
+        raise SigmapInputError(f"score source spec must be a mapping, got {spec!r}")
+    if "path" not in spec or not str(spec["path"]).strip():
+        raise SigmapInputError(f"score source {spec!r}: missing 'path'")
+    p = Path(str(spec["path"])).expanduser()
+    if not p.is_absolute() and base_dir is not None:
+        p = Path(base_dir) / p
+    return p
+
+
 def read_scores(spec: Mapping[str, Any], *, base_dir: str | Path | None = None) -> pl.DataFrame:
     """Read one score source described by a spec dict.
 
@@ -315,11 +356,8 @@ def read_scores(spec: Mapping[str, Any], *, base_dir: str | Path | None = None) 
         raise SigmapInputError(
             f"score source {spec!r}: kind must be one of {sorted(_READERS)}, got {kind!r}"
         )
-    if "path" not in opts or not str(opts["path"]).strip():
-        raise SigmapInputError(f"score source {spec!r}: missing 'path'")
-    p = Path(str(opts.pop("path"))).expanduser()
-    if not p.is_absolute() and base_dir is not None:
-        p = Path(base_dir) / p
+    p = score_source_path(spec, base_dir=base_dir)
+    opts.pop("path")
     scale = opts.pop("scale", 1.0)
     if (
         isinstance(scale, bool)
@@ -399,9 +437,7 @@ def read_score_sources(
     parts = []
     for spec in specs:
         t = read_scores(spec, base_dir=base_dir)
-        src = str(Path(str(spec["path"])).expanduser())
-        if base_dir is not None and not Path(src).is_absolute():
-            src = str(Path(base_dir) / src)
+        src = str(score_source_path(spec, base_dir=base_dir))
         parts.append(t.with_columns(pl.lit(src).alias("source")))
     allrows = pl.concat(parts, how="vertical").with_row_index("_row")
     dup = allrows.filter(pl.struct("model", "benchmark").is_duplicated())
