@@ -647,7 +647,10 @@ def loglikelihoods(
 
     Requests with the same context share one forward pass over it: contexts are run in
     left-padded batches with the key/value cache kept, the cache is gathered once per
-    continuation, and the continuations are run on top of it (right-padded).
+    continuation, and the continuations are run on top of it (right-padded). Batches hold
+    contexts whose longest continuations have about the same length (within a factor of
+    two), longest contexts first, so little of either pass is padding; a context with more
+    than ``batch_size`` continuations is split over several batches.
 
     Parameters
     ----------
@@ -719,8 +722,14 @@ def loglikelihoods(
     glist: list[tuple[list[int], list[int]]] = []
     for key, members in groups.items():
         longest = max(len(encoded[i][1]) for i in members)
-        glist.append((list(key)[-(max_length - longest) :], members))
-    glist.sort(key=lambda g: -len(g[0]))
+        ctx = list(key)[-(max_length - longest) :]  # the whole group's longest fits
+        members = sorted(members, key=lambda i: len(encoded[i][1]))
+        for lo in range(0, len(members), max(1, batch_size)):
+            glist.append((ctx, members[lo : lo + max(1, batch_size)]))
+    # continuation-length classes (1, 2, 3-4, 5-8, ...), longest contexts first in each
+    glist.sort(
+        key=lambda g: (max(len(encoded[i][1]) for i in g[1]).bit_length(), -len(g[0]), g[1][0])
+    )
     ll = np.zeros(len(requests), dtype=np.float64)
     greedy = np.zeros(len(requests), dtype=bool)
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
@@ -773,12 +782,13 @@ def loglikelihoods(
                 use_cache=True,
             )
             rest = torch.log_softmax(out2.logits.float(), dim=-1).cpu()
-            for r, (gi, ri) in enumerate(members):
-                cnt = torch.tensor(encoded[ri][1])
-                n = len(cnt)
-                lp = torch.cat([first[gi][None, :], rest[r, : n - 1]], dim=0)  # (n, V)
-                ll[ri] = float(lp.gather(1, cnt[:, None]).sum())
-                greedy[ri] = bool((lp.argmax(-1) == cnt).all())
+            # token j of a continuation is predicted at position j - 1 (j = 0: the context's end)
+            lp = torch.cat([first[gidx][:, None, :], rest[:, : lt - 1]], dim=1)  # (n, lt, V)
+            tok_lp = lp.gather(2, cids[:, :, None])[:, :, 0]
+            real = cmask.bool()
+            rows = [ri for _, ri in members]
+            ll[rows] = torch.where(real, tok_lp, 0.0).sum(dim=1).double().numpy()
+            greedy[rows] = ((lp.argmax(-1) == cids) | ~real).all(dim=1).numpy()
     return ll, greedy
 
 
