@@ -39,7 +39,7 @@ from tests.assets.harness import as_automation_stores_it, small_synthetic_world
 pytestmark = pytest.mark.slow
 
 DAGSTER_YAML = instance_yaml(max_concurrent_runs=2)
-WAIT_S = 900  # a phase on a loaded 2-core machine
+WAIT_S = 1500  # a phase on a loaded 2-core machine (idle: 5-10 min)
 TICK_S = 5  # sensor and automation intervals (defaults 30-60 s): a daemon that reacts quickly
 
 LAUNCH = """
