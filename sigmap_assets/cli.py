@@ -127,10 +127,24 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 1
     defs = _load_defs()
     with dg.DagsterInstance.get() as instance:
-        runner = DemoRunner(defs, instance, StorageLayout(str(root)).demo_state())
+        runner = DemoRunner(
+            defs, instance, StorageLayout(str(root)).demo_state(), cell_threads=_cell_threads(root)
+        )
         summary = runner.run()
     print_summary(summary, StorageLayout(str(root)), sys.stderr)
     return 1 if summary.get("failed") else 0
+
+
+def _cell_threads(root: Path) -> int:
+    """Torch threads per perplexity cell: 1 for the embedded worlds, whose models are tiny
+    (their forward passes gain little from a second thread, and on a shared machine lose
+    much: one cell of the zoo scored 125 k tokens in 7 s on 1 thread, 15-18 s on 2, at
+    load 6 on 2 cores); as configured (``compute.threads``, else torch's default) for a
+    world folder."""
+    from sigmap_assets.resources import read_project_config
+
+    embedded = (read_project_config(str(root)).get("world") or "zoo") in ("zoo", "synthetic")
+    return 1 if embedded else 0
 
 
 def skip_lines(skips: list[dict[str, str]]) -> list[str]:

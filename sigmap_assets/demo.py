@@ -19,7 +19,8 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -143,8 +144,12 @@ class DemoRunner:
         state_path: Path,
         log: Callable[[str], None] | None = None,
         resources: dict | None = None,
+        cell_threads: int = 0,
     ) -> None:
+        """``cell_threads``: torch's CPU threads while the perplexity cells are scored (0:
+        as the compute resource and torch set them)."""
         self.defs = defs
+        self.cell_threads = max(0, int(cell_threads))
         self.instance = instance
         self.state_path = state_path
         self.graph = defs.resolve_asset_graph()
@@ -388,6 +393,51 @@ class DemoRunner:
         summary["seconds"] = round(time.perf_counter() - prog.t0, 1)
         return summary
 
+    @staticmethod
+    @contextmanager
+    def _torch_threads(n: int) -> Iterator[None]:
+        """Torch's CPU threads set to ``n`` meanwhile (0: left as they are)."""
+        if n <= 0:
+            yield
+            return
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(n)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+    def _run_partitions(
+        self,
+        step: Step,
+        label: str,
+        prog: Progress,
+        summary: dict,
+        expected: float,
+        keys: list[str],
+        todo: list[str],
+        sigs: dict,
+    ) -> None:
+        """One run per partition of ``todo``; a failing partition fails alone."""
+        for j, k in enumerate(todo, 1):
+            prog.line(
+                label,
+                f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
+            )
+            try:
+                self._materialize(step.assets, partition=k)
+            except RuntimeError as exc:  # only this partition fails; the rest go on
+                summary["failed"].append({"stage": step.stage, "partition": k, "error": str(exc)})
+                prog.line(label, f"FAILED {k}: {str(exc).splitlines()[1].strip()}")
+                continue
+            sigs[k] = self._signature(step.assets[0], k)
+            self._save()
+            prog.consumed(expected / len(todo))  # ETA moves model by model
+        if not todo:
+            prog.line(label, f"{step.assets[0]}: all {len(keys)} {step.partitions} up to date")
+
     def _run_step(
         self, step: Step, label: str, prog: Progress, summary: dict, expected: float
     ) -> float:
@@ -410,24 +460,8 @@ class DemoRunner:
             keys = self._keys_for(step)
             sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
             todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
-            for j, k in enumerate(todo, 1):
-                prog.line(
-                    label,
-                    f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
-                )
-                try:
-                    self._materialize(step.assets, partition=k)
-                except RuntimeError as exc:  # only this partition fails; the rest go on
-                    summary["failed"].append(
-                        {"stage": step.stage, "partition": k, "error": str(exc)}
-                    )
-                    prog.line(label, f"FAILED {k}: {str(exc).splitlines()[1].strip()}")
-                    continue
-                sigs[k] = self._signature(step.assets[0], k)
-                self._save()
-                prog.consumed(expected / len(todo))  # ETA moves model by model
-            if not todo:
-                prog.line(label, f"{step.assets[0]}: all {len(keys)} {step.partitions} up to date")
+            with self._torch_threads(self.cell_threads if step.partitions == "cells" else 0):
+                self._run_partitions(step, label, prog, summary, expected, keys, todo, sigs)
             (summary["ran"] if todo else summary["skipped"]).append(step.stage)
             return 0.0 if todo else expected
         else:

@@ -50,13 +50,14 @@ def _add_file(world: Path, name: str, n_docs: int = 2, words: int = 40) -> int:
     return n
 
 
-def _runner(project: Project) -> DemoRunner:
+def _runner(project: Project, cell_threads: int = 0) -> DemoRunner:
     return DemoRunner(
         project.defs,
         project.instance,
         project.storage.layout.demo_state(),
         log=lambda s: None,
         resources=project.resources,
+        cell_threads=cell_threads,
     )
 
 
@@ -314,3 +315,51 @@ def test_changed_weights_rescore_only_that_model(
     cell_root = Path(project.storage.layout.nll_cell(shard, "local__a", "x")).parent
     assert unused[cell_root] == "NLL of a model removed from models.yaml"
     assert len(unused) == 2  # the superseded cell is inside it; the rank store as before
+
+
+def test_cells_on_one_torch_thread_score_as_alone_and_restore_the_threads(
+    project: Project, synthetic_world: Path, tiny_gpt2: Path
+) -> None:
+    """``cell_threads=1`` (`sigmap demo` on an embedded world): each cell holds its model's
+    values, a failing model fails only its cells, and torch's thread count is restored."""
+    import shutil
+
+    import torch
+    import yaml
+    from safetensors.numpy import load_file, save_file
+
+    from sigmap_lib.inputs import ShardStore
+    from sigmap_lib.nll import load_model, score_corpus
+
+    for name, shift in (("a", 0.0), ("b", 0.3)):
+        shutil.copytree(tiny_gpt2, synthetic_world / "models" / name)
+        w = synthetic_world / "models" / name / "model.safetensors"
+        save_file({k: v + shift for k, v in load_file(w).items()}, w)
+    reg = yaml.safe_load((synthetic_world / "models.yaml").read_text())
+    reg["models"] += [{"id": f"local/{n}", "path": f"models/{n}"} for n in ("a", "b")]
+    reg["models"][4]["nll_source"] = "nll/missing.npy"
+    (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
+    _split_corpus(synthetic_world)
+    threads = torch.get_num_threads()
+    summary = _runner(project, cell_threads=1).run(THROUGH_COVERAGE)
+    assert torch.get_num_threads() == threads
+    shards = project.keys("shards")
+    broken = reg["models"][4]["id"].replace("/", "__")
+    assert sorted(f["partition"] for f in summary["failed"]) == sorted(
+        f"{broken}|{s}" for s in shards
+    )
+    assert len(_cell_runs(project)) == 13 * len(shards)  # every other cell was scored
+    assert "coverage" in summary["ran"]
+    for name in ("a", "b"):
+        model, tok = load_model(str(synthetic_world / "models" / name), device="cpu")
+        for shard in shards:
+            cur = json.loads(
+                project.storage.layout.nll_cell_current(shard, f"local__{name}").read_text()
+            )
+            stored = NLLStore.open(
+                Path(project.storage.layout.nll_cell(shard, f"local__{name}", cur["fingerprint"]))
+            ).read()
+            corpus = ShardStore.open(project.storage.layout.shard_store(shard))
+            alone = Path(project.storage.layout.path("alone")) / f"{name}-{shard}"
+            score_corpus(model, tok, corpus, alone, batch_tokens=16384)
+            np.testing.assert_allclose(stored, NLLStore.open(alone).read(), rtol=1e-5, atol=1e-5)
