@@ -199,8 +199,13 @@ def test_sensors_automation_and_backfills_under_a_real_daemon(
         # (a) a new model: its three cells, then signatures with 13 models, no manual step
         t_model = time.time()
         _add_model(world, "synthetic/epsilon-new")
+
+        def resigned() -> bool:  # the files, then the materializations the run records
+            done = set(_materialized_after(instance, "signatures", t_model)) == set(bench)
+            return done and _signatures_with(storage, bench, 13)
+
         timings["new_model_to_signatures_s"] = _wait(
-            "signatures with the new model", lambda: _signatures_with(storage, bench, 13), server
+            "signatures with the new model", resigned, server
         )
         scored = _materialized_after(instance, "token_nll", t_model)
         assert set(scored) == {f"synthetic__epsilon-new|{s}" for s in shards}, scored
