@@ -70,7 +70,16 @@ def domain_shares(
                     "lift": share / corpus_share[dom] if corpus_share[dom] > 0 else float("nan"),
                 }
             )
-    return pl.DataFrame(rows)
+    schema = {
+        "benchmark": pl.String,
+        "function": pl.String,
+        "domain": pl.String,
+        "units": pl.Int64,
+        "share": pl.Float64,
+        "corpus_share": pl.Float64,
+        "lift": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)  # the same columns when no benchmark has units
 
 
 def matching_domain_summary(shares, bench_domain: Mapping[str, str]):
@@ -110,4 +119,12 @@ def matching_domain_summary(shares, bench_domain: Mapping[str, str]):
                 "lift": r["lift"],
             }
         )
-    return pl.DataFrame(rows) if rows else pl.DataFrame(schema={"benchmark": pl.String})
+    schema = {
+        "benchmark": pl.String,
+        "function": pl.String,
+        "domain": pl.String,
+        "signature_share": pl.Float64,
+        "corpus_share": pl.Float64,
+        "lift": pl.Float64,
+    }
+    return pl.DataFrame(rows, schema=schema)

@@ -33,3 +33,36 @@ def test_planted_domain_gives_lift_above_one() -> None:
     out = domain_shares({"b": np.arange(0, 10)}, unit_domain, {"b": "code"})
     row = out.filter(pl.col("domain") == "code").row(0, named=True)
     assert row["share"] == 1.0 and np.isclose(row["lift"], 10.0)
+
+
+def test_no_signature_at_all_gives_empty_tables_with_their_columns(tmp_path) -> None:
+    """A world where no benchmark has a signature (e.g. too few models for the calibrated
+    test): the domain tables are empty but keep their columns, and the truth section says so
+    instead of failing."""
+    import json
+
+    from sigmap_lib.reporting import truth_sections
+
+    unit_domain = np.array(["code", "prose", "prose"])
+    shares = domain_shares({}, unit_domain, {"a": "coding"})
+    assert shares.height == 0
+    assert shares.columns == [
+        "benchmark",
+        "function",
+        "domain",
+        "units",
+        "share",
+        "corpus_share",
+        "lift",
+    ]
+    summary = matching_domain_summary(shares, {"a": "code"})
+    assert summary.height == 0 and "signature_share" in summary.columns
+    (tmp_path / "truth.json").write_text(
+        json.dumps(
+            {"doc_domain": {"d0": "code", "d1": "prose"}, "benchmarks": {"A": {"domain": "code"}}}
+        )
+    )
+    catalog = [{"key": "a", "benchmark": "A", "function": "coding"}]
+    sections, found = truth_sections(tmp_path, {}, catalog, np.array([0, 1, 1]), ["d0", "d1"])
+    assert found == {"domain_match": []}
+    assert [t for t, _ in sections[0].tables] == ["all domains"]
