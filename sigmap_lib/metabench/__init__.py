@@ -21,6 +21,7 @@ from ._fit import (
     MetabenchFit,
     fit_benchmarks,
     fit_metabench,
+    select_items_many,
 )
 from ._joint import (
     JointFit,
@@ -136,6 +137,7 @@ __all__ = [
     "score_new_models",
     "score_range_of",
     "select_items",
+    "select_items_many",
     "simulate_benchmarks",
     "split_models",
     "type4_quantiles",

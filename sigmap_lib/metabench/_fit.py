@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,7 +55,7 @@ from sigmap_lib.irt import (
 from sigmap_lib.metabench._common import check_inputs, split_models
 from sigmap_lib.metabench._config import MetabenchConfig
 from sigmap_lib.metabench._joint import JointFit, RidgeJoint, fit_joint
-from sigmap_lib.metabench._pool import build_item_pool, fit_pool_irt
+from sigmap_lib.metabench._pool import ItemPool, PoolIrt, build_item_pool, fit_pool_irt
 from sigmap_lib.metabench._select import BenchmarkFit, select_items
 
 # ---------------------------------------------------------------------------
@@ -404,23 +405,10 @@ def fit_benchmarks(
             if on_done is not None:
                 on_done(bm, fits[bm], wall[bm])
     else:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        from concurrent.futures import as_completed
 
-        threads = str(max(1, (os.cpu_count() or 1) // n_jobs))
-        env = {k: threads for k in ("RAYON_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
-        saved = {k: os.environ.get(k) for k in env}
         order = sorted(responses, key=lambda b: -responses[b].size)
-        os.environ.update(env)  # inherited by the workers, spawned during the submits
-        try:
-            ex = ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"))
-            futs = {ex.submit(_fit_benchmark, *args(bm)): bm for bm in order}
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        ex, futs = _submit_spawned(n_jobs, _fit_benchmark, {bm: args(bm) for bm in order})
         with ex:
             for fut in as_completed(futs):
                 bm = futs[fut]
@@ -428,3 +416,105 @@ def fit_benchmarks(
                 if on_done is not None:
                     on_done(bm, fits[bm], wall[bm])
     return {bm: fits[bm] for bm in responses}, {bm: wall[bm] for bm in responses}
+
+
+def _submit_spawned(n_jobs: int, fn: Any, jobs: dict[str, tuple]) -> tuple[Any, dict[Any, str]]:
+    """A pool of ``n_jobs`` spawned processes with ``fn(*args)`` submitted for each job (in
+    ``jobs`` order); mirt's (rayon) and BLAS pools get ``max(1, cpu_count // n_jobs)``
+    threads in each worker. Returns the executor (to be closed) and ``{future: job}``."""
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    threads = str(max(1, (os.cpu_count() or 1) // n_jobs))
+    env = {k: threads for k in ("RAYON_NUM_THREADS", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # inherited by the workers, spawned during the submits
+    try:
+        ex = ProcessPoolExecutor(n_jobs, mp_context=mp.get_context("spawn"))
+        futs = {ex.submit(fn, *args): job for job, args in jobs.items()}
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return ex, futs
+
+
+def _select_or_error(
+    benchmark: str,
+    responses: pd.DataFrame,
+    scores: pd.Series,
+    pool: ItemPool,
+    pool_irt: PoolIrt,
+    seed: int,
+    config: MetabenchConfig,
+) -> BenchmarkFit | Exception:
+    try:
+        return select_items(benchmark, responses, scores, pool, pool_irt, seed=seed, config=config)
+    except Exception as exc:  # handed back to the caller, who decides what it means
+        exc.add_note("".join(traceback.format_exception(exc)))  # the worker's traceback
+        return exc
+
+
+def select_items_many(
+    jobs: dict[str, tuple[pd.DataFrame, pd.Series, ItemPool, PoolIrt]],
+    *,
+    seed: int = 0,
+    config: MetabenchConfig | None = None,
+    n_jobs: int = 1,
+) -> dict[str, BenchmarkFit | Exception]:
+    """:func:`select_items` for several benchmarks, optionally in parallel processes.
+
+    Parameters
+    ----------
+    jobs : dict
+        Benchmark -> ``(responses, scores, pool, pool_irt)``, the arguments of
+        :func:`select_items` after the benchmark's name.
+    seed, config
+        As for :func:`select_items` (the same for every benchmark).
+    n_jobs : int
+        Worker processes (spawned; the largest benchmarks go first, and mirt's and the
+        BLAS thread pools are shared out as in :func:`fit_benchmarks`). 1: in this
+        process, one benchmark after another.
+
+    Returns
+    -------
+    dict
+        Benchmark -> its :class:`BenchmarkFit`, or the exception its selection raised
+        (in ``jobs`` order). Each benchmark's selection depends only on its own data and
+        the seed, so the fits do not depend on ``n_jobs`` (up to floating-point
+        summation order inside mirt's threaded EM).
+
+    Examples
+    --------
+    >>> from sigmap_lib.metabench import (
+    ...     TINY_SETTINGS, MetabenchConfig, build_item_pool, fit_pool_irt, select_items_many,
+    ...     simulate_benchmarks, split_models,
+    ... )
+    >>> responses, scores, truth = simulate_benchmarks(200, {"arc": 30, "gsm8k": 40}, seed=0)
+    >>> split = split_models(scores)
+    >>> config = MetabenchConfig(**TINY_SETTINGS)
+    >>> jobs = {}
+    >>> for bm in responses:
+    ...     x, y = responses[bm], scores[bm]
+    ...     pool = build_item_pool(bm, x, y, split, config=config)
+    ...     jobs[bm] = (x, y, pool, fit_pool_irt(bm, x, y, pool, config=config))
+    >>> fits = select_items_many(jobs, config=config)
+    >>> {bm: len(f.selected) for bm, f in fits.items()}
+    {'arc': 14, 'gsm8k': 14}
+    """
+    cfg = config or MetabenchConfig()
+    if n_jobs < 1:
+        raise SigmapInputError(f"metabench: n_jobs must be >= 1, got {n_jobs}")
+    if n_jobs == 1 or len(jobs) <= 1:
+        return {bm: _select_or_error(bm, *args, seed, cfg) for bm, args in jobs.items()}
+    order = sorted(jobs, key=lambda b: -jobs[b][0].size)
+    ex, futs = _submit_spawned(
+        min(n_jobs, len(jobs)), _select_or_error, {bm: (bm, *jobs[bm], seed, cfg) for bm in order}
+    )
+    got: dict[str, BenchmarkFit | Exception] = {}
+    with ex:
+        for fut, bm in futs.items():
+            got[bm] = fut.result()
+    return {bm: got[bm] for bm in jobs}

@@ -8,6 +8,7 @@ export of the items and a report. Benchmarks without item-level responses are sk
 """
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -250,6 +251,19 @@ def irt_fits(
     )
 
 
+#: Worker processes of :func:`metabench_selection` (at most one per core): each
+#: benchmark's selection refits IRT models for every candidate item set, independently of
+#: the other benchmarks.
+SELECTION_PROCESSES = 4
+
+
+def _outcome(key: str, outcome: Any) -> Any:
+    """A selection's fit, or the exception it raised, raised again here."""
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome
+
+
 @dg.asset(deps=[irt_fits], kinds={"parquet"}, **_common)
 def metabench_selection(
     context: dg.AssetExecutionContext,
@@ -261,7 +275,12 @@ def metabench_selection(
     selected items, GAM reconstruction of the full score; test RMSE vs a random subset."""
     import pandas as pd
 
-    from sigmap_lib.metabench import load_item_pool, load_pool_irt, save_benchmark_fit, select_items
+    from sigmap_lib.metabench import (
+        load_item_pool,
+        load_pool_irt,
+        save_benchmark_fit,
+        select_items_many,
+    )
 
     if (skipped := upstream_skipped(storage, "metabench_selection")) is not None:
         return skipped
@@ -270,13 +289,20 @@ def metabench_selection(
     split = pd.read_parquet(storage.layout.metabench_split())["split"]
     run, cfg = StageRunner(context, storage), config.lib_config(world)
     rows = run.rows
-    for key in context.partition_keys:
-        if key not in responses or skip_reason(storage, key):
-            continue
-        pool = load_item_pool(mb_dir(storage, key, "pool"))
-        pirt = load_pool_irt(mb_dir(storage, key, "irt"))
-        x, y = responses[key], full[key]
-        fit = run("selection", select_items, key, x, y, pool, pirt, seed=config.seed, config=cfg)
+    jobs = {
+        key: (
+            responses[key],
+            full[key],
+            load_item_pool(mb_dir(storage, key, "pool")),
+            load_pool_irt(mb_dir(storage, key, "irt")),
+        )
+        for key in context.partition_keys
+        if key in responses and not skip_reason(storage, key)
+    }
+    n_jobs = max(1, min(SELECTION_PROCESSES, os.cpu_count() or 1))
+    outcomes = select_items_many(jobs, seed=config.seed, config=cfg, n_jobs=n_jobs)
+    for key, outcome in outcomes.items():
+        fit = run("selection", _outcome, key, outcome)
         if fit is None:
             continue
         save_benchmark_fit(fit, split, cfg, mb_dir(storage, key, "selection"))
