@@ -26,6 +26,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from sigmap_assets.metadata import DATA_VERSION_TAG
 from sigmap_assets.partitions import benchmarks_partitions, models_partitions
 from sigmap_lib._util import atomic_write_json
 
@@ -101,7 +102,7 @@ def _latest_versions(
         if ev is None or ev.asset_materialization is None:
             return [f"{key.to_user_string()}:missing"]
         return [
-            f"{key.to_user_string()}:{ev.asset_materialization.tags.get('dagster/data_version', ev.run_id)}"
+            f"{key.to_user_string()}:{ev.asset_materialization.tags.get(DATA_VERSION_TAG, ev.run_id)}"
         ]
     out = []
     for p in partitions:
@@ -112,9 +113,7 @@ def _latest_versions(
             out.append(f"{key.to_user_string()}[{p}]:missing")
         else:
             tags = recs[0].asset_materialization.tags
-            out.append(
-                f"{key.to_user_string()}[{p}]:{tags.get('dagster/data_version', recs[0].run_id)}"
-            )
+            out.append(f"{key.to_user_string()}[{p}]:{tags.get(DATA_VERSION_TAG, recs[0].run_id)}")
     return out
 
 
