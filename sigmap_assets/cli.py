@@ -128,7 +128,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     defs = _load_defs()
     with dg.DagsterInstance.get() as instance:
         runner = DemoRunner(
-            defs, instance, StorageLayout(str(root)).demo_state(), cell_threads=_cell_threads(root)
+            defs,
+            instance,
+            StorageLayout(str(root)).demo_state(),
+            cell_threads=_cell_threads(root),
+            lanes=_lanes(root),
         )
         summary = runner.run()
     print_summary(summary, StorageLayout(str(root)), sys.stderr)
@@ -141,10 +145,23 @@ def _cell_threads(root: Path) -> int:
     much: one cell of the zoo scored 125 k tokens in 7 s on 1 thread, 15-18 s on 2, at
     load 6 on 2 cores); as configured (``compute.threads``, else torch's default) for a
     world folder."""
+    return 1 if _embedded_world(root) else 0
+
+
+def _embedded_world(root: Path) -> bool:
+    """Whether the storage root's world is an embedded one (zoo, synthetic)."""
     from sigmap_assets.resources import read_project_config
 
-    embedded = (read_project_config(str(root)).get("world") or "zoo") in ("zoo", "synthetic")
-    return 1 if embedded else 0
+    return (read_project_config(str(root)).get("world") or "zoo") in ("zoo", "synthetic")
+
+
+def _lanes(root: Path) -> int:
+    """Steps (and partitions of a step) run at once: one per core, at most 2, for the
+    embedded worlds, whose tiny models leave the cores idle between steps; 1 for a world
+    folder, whose models may each need the whole machine (or the GPU)."""
+    import os
+
+    return max(1, min(2, os.cpu_count() or 1)) if _embedded_world(root) else 1
 
 
 def skip_lines(skips: list[dict[str, str]]) -> list[str]:

@@ -18,8 +18,10 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,30 +44,29 @@ class Step:
     assets: tuple[str, ...]
     partitions: str = "none"  # none | shards / cells (one run each) | benchmarks (one range run)
     always: bool = False  # roots that must re-read their sources every time
-    estimate_s: float = 5.0  # first-run guess for the ETA
+    estimate_s: float = 5.0  # first-run guess for the ETA and the lanes' order (the zoo's)
 
 
 STEPS: tuple[Step, ...] = (
-    Step("world", ("model_zoo",), always=True, estimate_s=420.0),
+    Step("world", ("model_zoo",), always=True, estimate_s=230.0),
     Step("corpus", ("corpus_manifest",), estimate_s=5.0),
-    Step("shards", ("corpus_shard",), partitions="shards", estimate_s=5.0),
+    Step("shards", ("corpus_shard",), partitions="shards", estimate_s=0.2),
     Step("registry", ("model_registry", "benchmark_catalog"), estimate_s=4.0),
     Step("scores", ("benchmark_scores",), estimate_s=4.0),
-    Step("perplexity", ("token_nll",), partitions="cells", estimate_s=4.0),
-    Step("ranks", ("nll_ranks",), partitions="shards", estimate_s=3.0),
+    Step("perplexity", ("token_nll",), partitions="cells", estimate_s=7.0),
+    Step("ranks", ("nll_ranks",), partitions="shards", estimate_s=0.2),
     Step("coverage", ("rank_coverage",), estimate_s=3.0),
-    Step("items", ("benchmark_items",), partitions="benchmarks", estimate_s=5.0),
-    Step("shard screening", ("shard_screen",), partitions="shards", estimate_s=4.0),
-    Step("screening", ("screened_candidates",), partitions="benchmarks", estimate_s=10.0),
-    Step("signatures", ("signatures",), partitions="benchmarks", estimate_s=30.0),
-    Step(
-        "overlap", ("performance_overlap", "semantic_overlap", "signature_overlap"), estimate_s=40.0
-    ),
-    Step("report", ("overlap_report",), estimate_s=60.0),
-    Step("metabench pool", ("irt_item_pool",), partitions="benchmarks", estimate_s=20.0),
-    Step("metabench fits", ("irt_fits",), partitions="benchmarks", estimate_s=60.0),
-    Step("metabench selection", ("metabench_selection",), partitions="benchmarks", estimate_s=60.0),
-    Step("metabench", ("metabench",), estimate_s=30.0),
+    Step("items", ("benchmark_items",), partitions="benchmarks", estimate_s=10.0),
+    Step("shard screening", ("shard_screen",), partitions="shards", estimate_s=0.3),
+    Step("screening", ("screened_candidates",), partitions="benchmarks", estimate_s=15.0),
+    Step("signatures", ("signatures",), partitions="benchmarks", estimate_s=20.0),
+    Step("overlap", ("performance_overlap", "semantic_overlap"), estimate_s=60.0),
+    Step("signature overlap", ("signature_overlap",), estimate_s=15.0),
+    Step("report", ("overlap_report",), estimate_s=30.0),
+    Step("metabench pool", ("irt_item_pool",), partitions="benchmarks", estimate_s=10.0),
+    Step("metabench fits", ("irt_fits",), partitions="benchmarks", estimate_s=50.0),
+    Step("metabench selection", ("metabench_selection",), partitions="benchmarks", estimate_s=40.0),
+    Step("metabench", ("metabench",), estimate_s=10.0),
 )
 
 
@@ -77,21 +78,58 @@ def _fmt_s(seconds: float) -> str:
 class Progress:
     """One line per event on stderr: stage, partition, elapsed and ETA."""
 
-    def __init__(self, total_estimate: float, stream=sys.stderr) -> None:
+    def __init__(self, total_estimate: float, stream=sys.stderr, lanes: int = 1) -> None:
         self.t0 = time.perf_counter()
         self.remaining = total_estimate
         self.stream = stream
+        self.lanes = max(1, lanes)  # steps at once: the ETA counts the work as shared out
+        self._lock = threading.Lock()
 
     def line(self, stage: str, what: str) -> None:
         el = time.perf_counter() - self.t0
-        print(
-            f"[{_fmt_s(el)} elapsed · ETA {_fmt_s(self.remaining)}] {stage:<20} {what}",
-            file=self.stream,
-            flush=True,
-        )
+        eta = self.remaining / self.lanes
+        with self._lock:
+            print(
+                f"[{_fmt_s(el)} elapsed · ETA {_fmt_s(eta)}] {stage:<20} {what}",
+                file=self.stream,
+                flush=True,
+            )
 
     def consumed(self, estimate: float) -> None:
-        self.remaining = max(0.0, self.remaining - estimate)
+        with self._lock:
+            self.remaining = max(0.0, self.remaining - estimate)
+
+
+@contextmanager
+def _runs_in_threads(instance: dg.DagsterInstance) -> Iterator[None]:
+    """Let in-process runs go on in several threads of this process at once.
+
+    Two things Dagster does per run are process-wide, and this turns them off meanwhile:
+
+    - Every run's log manager asks the instance for the handlers of its ``python_logs:
+      dagster_handler_config``, and Dagster builds them with ``logging.config.dictConfig``
+      even when that config is empty: dictConfig closes every logging handler under the
+      logging module's lock, which deadlocks against a run logging in another thread. With
+      no handler config there are no such handlers, so the instance returns none without
+      calling dictConfig (an instance with such a config gets one lane: :class:`DemoRunner`).
+    - Every step's stdout and stderr are captured by pointing file descriptors 1 and 2 at
+      its log files (``os.dup2``) and back at the end: steps of two threads would swap the
+      process's descriptors. The runs of the lanes keep no stdout / stderr files (their
+      events and logs are in the event log as always); the console keeps its output.
+    """
+    from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
+
+    saved = instance.__dict__.get("get_yaml_python_handlers"), instance.compute_log_manager
+    instance.get_yaml_python_handlers = lambda: []  # type: ignore[method-assign]
+    instance._compute_log_manager = NoOpComputeLogManager()
+    try:
+        yield
+    finally:
+        if saved[0] is None:
+            del instance.get_yaml_python_handlers
+        else:
+            instance.get_yaml_python_handlers = saved[0]  # type: ignore[method-assign]
+        instance._compute_log_manager = saved[1]
 
 
 def _latest_versions(
@@ -144,11 +182,18 @@ class DemoRunner:
         log: Callable[[str], None] | None = None,
         resources: dict | None = None,
         cell_threads: int = 0,
+        lanes: int = 1,
     ) -> None:
         """``cell_threads``: torch's CPU threads while the perplexity cells are scored (0:
-        as the compute resource and torch set them)."""
+        as the compute resource and torch set them). ``lanes``: steps run at once (those
+        whose upstream steps are done) and partitions of one step run at once; with more
+        than one lane, torch keeps ``cell_threads`` threads for the whole run."""
         self.defs = defs
         self.cell_threads = max(0, int(cell_threads))
+        self.lanes = max(1, int(lanes))
+        if self.lanes > 1 and instance.get_python_log_dagster_handler_config():
+            self.lanes = 1  # its handlers cannot be built while other runs log (_runs_in_threads)
+        self._lock = threading.RLock()
         self.instance = instance
         self.state_path = state_path
         self.graph = defs.resolve_asset_graph()
@@ -159,8 +204,15 @@ class DemoRunner:
 
     # -- bookkeeping ------------------------------------------------------------------
     def _save(self) -> None:
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(self.state_path, self.state, sort_keys=True)
+        with self._lock:
+            self.state_path.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_json(self.state_path, self.state, sort_keys=True)
+
+    def _record(self, table: dict, key: str, value) -> None:
+        """``table[key] = value`` in the run's state, saved (safe from several lanes)."""
+        with self._lock:
+            table[key] = value
+            self._save()
 
     def _partitions(self, name: str) -> list[str]:
         return list(self.instance.get_dynamic_partitions(name))
@@ -347,6 +399,48 @@ class DemoRunner:
         ]
 
     # -- the run -----------------------------------------------------------------------
+    def step_deps(self, steps: Sequence[Step]) -> list[set[int]]:
+        """For each step, the earlier steps it waits for: those holding an asset upstream of
+        one of its assets, and the steps up to the registry (partitions are synced there)."""
+        index = {a: i for i, st in enumerate(steps) for a in st.assets}
+        names = [st.stage for st in steps]
+        preamble = names.index("registry") if "registry" in names else -1
+        out: list[set[int]] = []
+        for j, st in enumerate(steps):
+            todo = [dg.AssetKey(a) for a in st.assets]
+            seen: set[dg.AssetKey] = set()
+            deps = set(range(min(j, preamble + 1)))
+            while todo:
+                key = todo.pop()
+                for parent in self.graph.get(key).parent_keys:
+                    if parent not in seen:
+                        seen.add(parent)
+                        todo.append(parent)
+                        i = index.get(parent.to_user_string())
+                        if i is not None and i < j:
+                            deps.add(i)
+            out.append(deps)
+        return out
+
+    @staticmethod
+    def _critical_path(
+        steps: Sequence[Step], deps: Sequence[set[int]], durations: dict
+    ) -> list[float]:
+        """Per step, the expected seconds from its start to the end of the longest chain of
+        steps waiting on it (its last duration, else its estimate): ready steps start
+        longest chain first, so the lanes end together."""
+        own = [
+            durations.get(
+                s.stage, s.estimate_s * (16 if s.partitions in ("shards", "cells") else 1)
+            )
+            for s in steps
+        ]
+        rank = list(own)
+        for j in reversed(range(len(steps))):  # deps point backwards: dependents come later
+            for i in deps[j]:
+                rank[i] = max(rank[i], own[i] + rank[j])
+        return rank
+
     def run(self, steps: Sequence[Step] = STEPS) -> dict:
         durations = self.state.get("durations", {})
         estimate = sum(
@@ -355,42 +449,83 @@ class DemoRunner:
             )
             for s in steps
         )
-        prog = Progress(estimate)
+        prog = Progress(estimate, lanes=self.lanes)
         summary: dict = {"ran": [], "skipped": [], "failed": [], "blocked": [], "skips": []}
         failed_assets: set[str] = set()
-        for i, step in enumerate(steps, 1):
-            t_stage = time.perf_counter()
-            expected = durations.get(
-                step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
-            )
-            label = f"{i}/{len(steps)} {step.stage}"
-            blocked = self._blocked_by(failed_assets) & set(step.assets)
-            if blocked:
-                prog.line(label, f"not run: upstream of {', '.join(sorted(blocked))} failed")
-                summary["blocked"].append(step.stage)
-                prog.consumed(expected)
-                continue
-            try:
-                expected = self._run_step(step, label, prog, summary, expected)
-                skips = self.skips(step)
-            except RuntimeError as exc:  # an unpartitioned / range stage: its downstream waits
-                failed_assets |= set(step.assets)
-                summary["failed"].append({"stage": step.stage, "partition": "", "error": str(exc)})
-                prog.line(label, f"FAILED: {str(exc).splitlines()[1].strip()}")
-                skips = []  # its last materialization is an earlier run's, not this one's
-            summary["skips"] += skips
-            if step.stage in summary["ran"]:
-                for sk in skips:
-                    if sk["what"] == "*":
-                        prog.line(label, f"{sk['asset']} skipped: {sk['reason']}")
-            took = time.perf_counter() - t_stage
-            if step.stage in summary["ran"]:
-                durations[step.stage] = took
-            prog.consumed(expected)
-            self.state["durations"] = durations
-            self._save()
+
+        def one(i: int) -> None:
+            self._do_step(steps[i], f"{i + 1}/{len(steps)} {steps[i].stage}", prog, summary,
+                          failed_assets, durations)  # fmt: skip
+
+        if self.lanes == 1:
+            for i in range(len(steps)):
+                one(i)
+        else:  # every step whose upstream steps are done, `lanes` at once
+            deps = self.step_deps(steps)
+            rank = self._critical_path(steps, deps, durations)
+            pending = sorted(range(len(steps)), key=lambda i: (-rank[i], i))
+            done, running = set(), {}
+            with (
+                self._torch_threads(self.cell_threads),
+                _runs_in_threads(self.instance),
+                ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-lane") as pool,
+            ):
+                while pending or running:
+                    for i in [i for i in pending if deps[i] <= done]:
+                        if len(running) >= self.lanes:
+                            break
+                        pending.remove(i)
+                        running[pool.submit(one, i)] = i
+                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        done.add(running.pop(fut))
+                        fut.result()  # a runner bug surfaces here; asset failures are recorded
         summary["seconds"] = round(time.perf_counter() - prog.t0, 1)
         return summary
+
+    def _do_step(
+        self,
+        step: Step,
+        label: str,
+        prog: Progress,
+        summary: dict,
+        failed_assets: set[str],
+        durations: dict,
+    ) -> None:
+        """Run one step (or record why not) into ``summary``."""
+        t_stage = time.perf_counter()
+        expected = durations.get(
+            step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
+        )
+        with self._lock:
+            blocked = self._blocked_by(failed_assets) & set(step.assets)
+        if blocked:
+            prog.line(label, f"not run: upstream of {', '.join(sorted(blocked))} failed")
+            with self._lock:
+                summary["blocked"].append(step.stage)
+            prog.consumed(expected)
+            return
+        try:
+            expected = self._run_step(step, label, prog, summary, expected)
+            skips = self.skips(step)
+        except RuntimeError as exc:  # an unpartitioned / range stage: its downstream waits
+            with self._lock:
+                failed_assets |= set(step.assets)
+                summary["failed"].append({"stage": step.stage, "partition": "", "error": str(exc)})
+            prog.line(label, f"FAILED: {str(exc).splitlines()[1].strip()}")
+            skips = []  # its last materialization is an earlier run's, not this one's
+        with self._lock:
+            summary["skips"] += skips
+            ran = step.stage in summary["ran"]
+        if ran:
+            for sk in skips:
+                if sk["what"] == "*":
+                    prog.line(label, f"{sk['asset']} skipped: {sk['reason']}")
+        prog.consumed(expected)
+        with self._lock:
+            if ran:
+                durations[step.stage] = time.perf_counter() - t_stage
+            self._record(self.state, "durations", durations)
 
     @staticmethod
     @contextmanager
@@ -419,8 +554,10 @@ class DemoRunner:
         todo: list[str],
         sigs: dict,
     ) -> None:
-        """One run per partition of ``todo``; a failing partition fails alone."""
-        for j, k in enumerate(todo, 1):
+        """One run per partition of ``todo`` (``lanes`` at once); a failing partition fails
+        alone."""
+
+        def one(j: int, k: str) -> None:
             prog.line(
                 label,
                 f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
@@ -428,12 +565,22 @@ class DemoRunner:
             try:
                 self._materialize(step.assets, partition=k)
             except RuntimeError as exc:  # only this partition fails; the rest go on
-                summary["failed"].append({"stage": step.stage, "partition": k, "error": str(exc)})
+                with self._lock:
+                    summary["failed"].append(
+                        {"stage": step.stage, "partition": k, "error": str(exc)}
+                    )
                 prog.line(label, f"FAILED {k}: {str(exc).splitlines()[1].strip()}")
-                continue
-            sigs[k] = self._signature(step.assets[0], k)
-            self._save()
+                return
+            self._record(sigs, k, self._signature(step.assets[0], k))
             prog.consumed(expected / len(todo))  # ETA moves model by model
+
+        if self.lanes == 1 or len(todo) < 2:
+            for j, k in enumerate(todo, 1):
+                one(j, k)
+        else:
+            with ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-part") as pool:
+                for fut in [pool.submit(one, j, k) for j, k in enumerate(todo, 1)]:
+                    fut.result()
         if not todo:
             prog.line(label, f"{step.assets[0]}: all {len(keys)} {step.partitions} up to date")
 
@@ -444,22 +591,26 @@ class DemoRunner:
         Returns the part of the step's ETA estimate still to be consumed."""
         if step.partitions == "none":
             sig = "|".join(self._signature(a, None) for a in step.assets)
-            sigs = self.state.setdefault("signatures", {})
+            with self._lock:
+                sigs = self.state.setdefault("signatures", {})
             if not step.always and sigs.get(step.stage) == sig:
                 prog.line(label, f"{', '.join(step.assets)}: up to date")
                 summary["skipped"].append(step.stage)
             else:
                 prog.line(label, f"materializing {', '.join(step.assets)}")
                 self._materialize(step.assets)
-                sigs[step.stage] = "|".join(self._signature(a, None) for a in step.assets)
+                sig = "|".join(self._signature(a, None) for a in step.assets)
+                self._record(sigs, step.stage, sig)
                 summary["ran"].append(step.stage)
             if step.stage == "registry":
                 self.sync_partitions()
         elif step.partitions in ("shards", "cells"):
             keys = self._keys_for(step)
-            sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
+            with self._lock:
+                sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
             todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
-            with self._torch_threads(self.cell_threads if step.partitions == "cells" else 0):
+            threads = self.cell_threads if step.partitions == "cells" and self.lanes == 1 else 0
+            with self._torch_threads(threads):
                 self._run_partitions(step, label, prog, summary, expected, keys, todo, sigs)
             (summary["ran"] if todo else summary["skipped"]).append(step.stage)
             return 0.0 if todo else expected
@@ -469,7 +620,8 @@ class DemoRunner:
                 prog.line(label, f"{step.assets[0]}: no benchmarks in the catalog")
                 summary["skipped"].append(step.stage)
                 return expected
-            sigs = self.state.setdefault("signatures", {})
+            with self._lock:
+                sigs = self.state.setdefault("signatures", {})
             sig = "|".join(self._signature(step.assets[0], k) for k in keys)
             if sigs.get(step.stage) == sig:
                 prog.line(label, f"{step.assets[0]}: all {len(keys)} benchmarks up to date")
@@ -480,6 +632,7 @@ class DemoRunner:
                     f"{step.assets[0]} · {len(keys)} benchmarks in one run ({keys[0]}…{keys[-1]})",
                 )
                 self._materialize(step.assets, prange=(keys[0], keys[-1]))
-                sigs[step.stage] = "|".join(self._signature(step.assets[0], k) for k in keys)
+                sig = "|".join(self._signature(step.assets[0], k) for k in keys)
+                self._record(sigs, step.stage, sig)
                 summary["ran"].append(step.stage)
         return expected

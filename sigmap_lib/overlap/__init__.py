@@ -37,6 +37,7 @@ from ._robustness import (
     signature_robustness,
 )
 from ._semantic import (
+    sample_questions,
     semantic_overlap,
 )
 from ._signature import (
@@ -64,6 +65,7 @@ __all__ = [
     "mean_embedding",
     "pair_intervals",
     "performance_overlap",
+    "sample_questions",
     "save_overlap_matrix",
     "semantic_overlap",
     "signature_content_alignment",

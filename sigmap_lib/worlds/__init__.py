@@ -13,6 +13,7 @@ from ._minimums import WorldMinimums, read_minimums
 from ._preflight import (
     WorldProblem,
     preflight_world,
+    read_semantic_settings,
 )
 from ._synthetic import (
     FORMATS,
@@ -47,6 +48,7 @@ __all__ = [
     "preflight_world",
     "random_text",
     "read_minimums",
+    "read_semantic_settings",
     "sample_texts",
     "save_model",
     "train_bpe_tokenizer",

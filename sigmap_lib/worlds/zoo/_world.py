@@ -19,16 +19,17 @@ report them separately:
    budget ladder: its weights after 5, 15 and 40 % of its steps (``zoo/<name>-step<s>``)
    and its final weights, so the 16 models differ first by general quality (training
    budget, size), as real LLMs do, and then by skills (data mix). Cached per run by a
-   spec hash. Each run also saves intermediate checkpoints (default 19: every 5 % of
-   its steps; three of them are its early registry models).
+   spec hash. Each run also saves intermediate checkpoints (default 14, evenly spaced,
+   plus its three early registry models; quick: 19, every 5 % of its steps).
 4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`
    (100 items each), scored by loglikelihood, item by item (cached per model), for the
    registry models and the other checkpoints. Those checkpoints are extra real
-   respondents for item-level methods (metabench needs >= 50 per benchmark; 80 in all): their rows follow the registry models' in
+   respondents for item-level methods (metabench needs >= 50 per benchmark; 72 in all): their rows follow the registry models' in
    ``responses/<b>.parquet`` (``zoo/<name>@step<s>``) and ``truth.json`` lists them;
    they are not registry models (not in ``models.yaml`` / ``scores.csv``).
    ``settings.yaml`` holds metabench settings suited to this small world
-   (:func:`metabench_settings`).
+   (:func:`metabench_settings`) and the semantic level's question sample
+   (:func:`zoo_settings`).
 
 Everything is deterministic given the seed and the machine's Python installation; model
 training is deterministic on a given machine and thread count.
@@ -555,10 +556,12 @@ def registry_members(
     >>> from sigmap_lib.worlds.zoo import model_specs
     >>> from sigmap_lib.worlds.zoo._world import registry_members
     >>> spec = model_specs(2, quick=True)[0]
-    >>> runs = {spec.name: {"key": "k", "path": "/w/models/gpt2-code-s",
-    ...                     "checkpoints": {8: {"key": "k8", "path": "/w/c/step8"}}}}
-    >>> [(m["id"], m["step"], m["rel_path"]) for m in registry_members([spec], runs)]
-    [('zoo/gpt2-code-s', 40, 'models/gpt2-code-s'), ('zoo/gpt2-code-s-step8', 8, 'models/gpt2-code-s/checkpoints/step8')]
+    >>> spec.steps, spec.early
+    (200, (10, 30, 80))
+    >>> ckpts = {s: {"key": f"k{s}", "path": f"/w/c/step{s}"} for s in spec.early}
+    >>> runs = {spec.name: {"key": "k", "path": "/w/models/gpt2-code-s", "checkpoints": ckpts}}
+    >>> [(m["id"], m["step"]) for m in registry_members([spec], runs)]
+    [('zoo/gpt2-code-s', 200), ('zoo/gpt2-code-s-step10', 10), ('zoo/gpt2-code-s-step30', 30), ('zoo/gpt2-code-s-step80', 80)]
     """
     out: list[dict[str, Any]] = []
     for s in specs:
@@ -593,20 +596,25 @@ def registry_members(
 def metabench_settings(n_items: int) -> dict[str, Any]:
     """Recommended metabench settings for a zoo world (``settings.yaml``).
 
-    The zoo has 80 respondents (16 registry models + 64 checkpoints) and 100 items per
+    The zoo has 72 respondents (16 registry models + 56 checkpoints) and 100 items per
     benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
     of items). The binding constraint is the joint fit: >= 50 training models after
     every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
-    test split is kept at 10 % (8 models); a 6-df GAM needs only 24 training points, a
+    test split is kept at 10 % (~8 models); a 6-df GAM needs only 24 training points, a
     40-point θ grid (at most the item count) suits ~100 items, 100 pool subsets suffice
     (benchmarks have fewer items than the pool size, so none are drawn), items need
     sd > 0.2 (>= ~5 % correct or wrong: with the default 0.01 an item answered right by
     one or two models can have no variance among the training models of the refit,
     which the IRT fit rejects), and the per-item penalty is scaled up as for the
-    synthetic world (λ = 0.005 would keep almost every item of a short benchmark).
+    synthetic world (λ = 0.005 would keep almost every item of a short benchmark). The
+    selection searches the IRT model and θ method that cross-validated best on the pool
+    (``top_k`` 1) at 4 information thresholds on both grid types: 8 candidate item sets
+    per benchmark instead of 20.
     """
     return {
         "metabench": {
+            "top_k": 1,
+            "n_tau": 4,
             "lam": 0.05,
             "n_quant": min(40, n_items),
             "gam_df": 6,
@@ -615,6 +623,25 @@ def metabench_settings(n_items: int) -> dict[str, Any]:
             "sd_min": 0.2,
         }
     }
+
+
+#: Questions per benchmark the semantic level embeds on a zoo world (of 100): the
+#: level compares mean question embeddings, and embedding all 1,600 of the zoo's
+#: questions was the demo's costliest step after the zoo itself (~75 CPU-s).
+ZOO_SEMANTIC_QUESTIONS = 50
+
+
+def zoo_settings(n_items: int) -> dict[str, Any]:
+    """The zoo world's ``settings.yaml``: :func:`metabench_settings`, and the semantic
+    level's question sample (:data:`ZOO_SEMANTIC_QUESTIONS`).
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo._world import zoo_settings
+    >>> sorted(zoo_settings(100)), zoo_settings(100)["semantic"]
+    (['metabench', 'semantic'], {'max_questions': 50})
+    """
+    return metabench_settings(n_items) | {"semantic": {"max_questions": ZOO_SEMANTIC_QUESTIONS}}
 
 
 def build_zoo_world(
@@ -652,10 +679,12 @@ def build_zoo_world(
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
     n_checkpoints : int, optional
-        Intermediate checkpoints per run (default 19: after 5, 10, ..., 95 % of the
-        steps; three of them are the run's early registry models, so the 4 runs give 16
-        registry models + 64 checkpoints = 80 respondents; quick: the 3 runs give 12 + 48
-        = 60). Each answers every item like the registry models; their rows follow the
+        Intermediate checkpoints per run besides its early registry models (default
+        14, after 1/15, 2/15, ... of the steps, so the 4 runs give 16 registry models +
+        56 checkpoints = 72 respondents, enough for metabench's joint fit of >= 50
+        training models once the common test set and the outliers are set aside (64
+        left 46); quick: 19, every 5 %, one of them each early model's, so the 3
+        runs give 12 + 48 = 60). Each answers every item like the registry models; their rows follow the
         registry models' rows in ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and
         ``truth.json`` lists them. They are not registry models (not in ``models.yaml`` /
         ``scores.csv``). 0 disables them.
@@ -712,7 +741,7 @@ def build_zoo_world(
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
     if n_checkpoints is None:
-        n_checkpoints = 19
+        n_checkpoints = 19 if quick else 14
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
     models = train_zoo_models(
@@ -757,7 +786,7 @@ def build_zoo_world(
 
     t = time.perf_counter()
     progress("write", 0, 1, f"writing {root}")
-    settings = metabench_settings(min(len(b.items) for b in benchmarks))
+    settings = zoo_settings(min(len(b.items) for b in benchmarks))
     entries = write_world(
         root,
         texts,

@@ -139,6 +139,30 @@ def test_semantic_overlap_with_replacement_and_n_max_brute_force() -> None:
     assert res.get("a", "b") == pytest.approx(cos.mean(), abs=1e-5)
 
 
+def test_sample_questions_is_a_seeded_ordered_subset_per_benchmark() -> None:
+    from sigmap_lib.overlap import sample_questions
+
+    rng = np.random.default_rng(4)
+    qs = {f"b{i}": [f"b{i}-q{j}" for j in range(int(rng.integers(1, 60)))] for i in range(8)}
+    got = sample_questions(qs, 20, seed=3)
+    for label, texts in qs.items():
+        pick = got[label]
+        assert len(pick) == min(20, len(texts)) and len(set(pick)) == len(pick)
+        assert pick == [t for t in texts if t in set(pick)]  # a subset, in order
+    # a benchmark's sample does not depend on the others, and the seed matters
+    assert sample_questions({"b3": qs["b3"]}, 20, seed=3)["b3"] == got["b3"]
+    long = [k for k, v in qs.items() if len(v) > 25]
+    assert any(sample_questions(qs, 20, seed=4)[k] != got[k] for k in long)
+    # every question is drawn about equally often (uniform sampling without replacement)
+    hits = np.zeros(50)
+    for seed in range(400):
+        for t in sample_questions({"x": [str(j) for j in range(50)]}, 10, seed=seed)["x"]:
+            hits[int(t)] += 1
+    assert kstest(hits, "norm", args=(80, np.sqrt(400 * 0.2 * 0.8))).pvalue > 1e-3
+    with pytest.raises(SigmapInputError, match="max_questions must be >= 1"):
+        sample_questions(qs, 0)
+
+
 def test_semantic_size_matching_removes_size_bias() -> None:
     """Benchmarks of 50 and 5000 questions from ONE pool: the size-matched overlap with a
     50-question reference is the same (within error), the unmatched estimator is not."""

@@ -184,6 +184,20 @@ def test_settings_and_missing_layout(world: Path) -> None:
                for x in errors)  # fmt: skip
 
 
+def test_the_semantic_settings_group_is_checked(world: Path) -> None:
+    (world / "settings.yaml").write_text("semantic:\n  max_questions: 40\n")
+    assert not [x for x in _only(preflight_world(world), "error") if "settings.yaml" in x]
+    for bad, why in (("-3", "must be an int >= 0, got -3"), ("many", "got 'many'")):
+        (world / "settings.yaml").write_text(f"semantic:\n  max_questions: {bad}\n")
+        assert any(
+            "group 'semantic'" in x and why in x for x in _only(preflight_world(world), "error")
+        )
+    (world / "settings.yaml").write_text("semantic:\n  max_question: 40\n")
+    assert any(
+        "unknown option(s) ['max_question']" in x for x in _only(preflight_world(world), "error")
+    )
+
+
 def test_nll_source_may_be_a_zarr_array(world: Path) -> None:
     import numpy as np
     import zarr
