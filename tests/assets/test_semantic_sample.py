@@ -31,7 +31,10 @@ def _semantic(project: Project, **config) -> tuple[int, np.ndarray]:
 def test_the_world_settings_cap_the_embedded_questions(
     project: Project, synthetic_world: Path
 ) -> None:
-    project.through("items")
+    project.materialize(["model_zoo"])
+    project.materialize(["model_registry", "benchmark_catalog"])
+    project.sync()
+    project.materialize(["benchmark_items"], prange=project._brange())
     n_all, full = _semantic(project)
     assert n_all == 6 * 30  # the small world: 6 benchmarks of 30 questions
     (synthetic_world / "settings.yaml").write_text("semantic:\n  max_questions: 12\n")

@@ -54,7 +54,7 @@ TOKENIZERS: dict[str, tuple[str, int]] = {"gpt2": ("byte_level", 512), "llama": 
 #: twentieths of its steps (5 %, 15 % and 40 %), so each run gives a budget ladder of
 #: four models, from barely trained to fully trained. They lie on the grid of
 #: :func:`checkpoint_steps` with 19 checkpoints (every 5 %, the quick zoo's); the full
-#: zoo adds them to a grid of 14.
+#: zoo adds them to a grid of 15.
 EARLY_TWENTIETHS: tuple[int, ...] = (1, 3, 8)
 
 

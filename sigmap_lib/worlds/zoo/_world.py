@@ -19,12 +19,12 @@ report them separately:
    budget ladder: its weights after 5, 15 and 40 % of its steps (``zoo/<name>-step<s>``)
    and its final weights, so the 16 models differ first by general quality (training
    budget, size), as real LLMs do, and then by skills (data mix). Cached per run by a
-   spec hash. Each run also saves intermediate checkpoints (default 14, evenly spaced,
+   spec hash. Each run also saves intermediate checkpoints (default 15, evenly spaced,
    plus its three early registry models; quick: 19, every 5 % of its steps).
 4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`
    (100 items each), scored by loglikelihood, item by item (cached per model), for the
    registry models and the other checkpoints. Those checkpoints are extra real
-   respondents for item-level methods (metabench needs >= 50 per benchmark; 72 in all): their rows follow the registry models' in
+   respondents for item-level methods (metabench needs >= 50 per benchmark; 76 in all): their rows follow the registry models' in
    ``responses/<b>.parquet`` (``zoo/<name>@step<s>``) and ``truth.json`` lists them;
    they are not registry models (not in ``models.yaml`` / ``scores.csv``).
    ``settings.yaml`` holds metabench settings suited to this small world
@@ -596,7 +596,7 @@ def registry_members(
 def metabench_settings(n_items: int) -> dict[str, Any]:
     """Recommended metabench settings for a zoo world (``settings.yaml``).
 
-    The zoo has 72 respondents (16 registry models + 56 checkpoints) and 100 items per
+    The zoo has 76 respondents (16 registry models + 60 checkpoints) and 100 items per
     benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
     of items). The binding constraint is the joint fit: >= 50 training models after
     every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
@@ -680,10 +680,11 @@ def build_zoo_world(
         Items per benchmark (default 100; quick 24).
     n_checkpoints : int, optional
         Intermediate checkpoints per run besides its early registry models (default
-        14, after 1/15, 2/15, ... of the steps, so the 4 runs give 16 registry models +
-        56 checkpoints = 72 respondents, enough for metabench's joint fit of >= 50
-        training models once the common test set and the outliers are set aside (64
-        left 46); quick: 19, every 5 %, one of them each early model's, so the 3
+        15, after 1/16, 2/16, ... of the steps, none of them an early model's, so the 4
+        runs give 16 registry models + 60 checkpoints = 76 respondents: metabench's joint
+        fit needs >= 50 training models once the common test set (10) and each
+        benchmark's outliers (~8) are set aside (64 respondents left 46, 68 left 50);
+        quick: 19, every 5 %, one of them each early model's, so the 3
         runs give 12 + 48 = 60). Each answers every item like the registry models; their rows follow the
         registry models' rows in ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and
         ``truth.json`` lists them. They are not registry models (not in ``models.yaml`` /
@@ -741,7 +742,7 @@ def build_zoo_world(
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
     if n_checkpoints is None:
-        n_checkpoints = 19 if quick else 14
+        n_checkpoints = 19 if quick else 15
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
     models = train_zoo_models(
