@@ -203,6 +203,31 @@ class Project:
         return keys[0], keys[-1]
 
 
+def split_corpus(world: Path) -> None:
+    """The synthetic world's one corpus file as two (same documents, same unit order): two
+    shards."""
+    src = world / "corpus" / "docs.jsonl"
+    lines = src.read_text().splitlines(keepends=True)
+    half = len(lines) // 2
+    src.write_text("".join(lines[:half]))
+    (world / "corpus" / "docs2.jsonl").write_text("".join(lines[half:]))
+
+
+def demo_runner(project: Project, **kwargs: Any):
+    """A quiet :class:`~sigmap_assets.demo.DemoRunner` on the project (``kwargs``: its
+    ``cell_threads``, ``lanes``)."""
+    from sigmap_assets.demo import DemoRunner
+
+    return DemoRunner(
+        project.defs,
+        project.instance,
+        project.storage.layout.demo_state(),
+        log=lambda s: None,
+        resources=project.resources,
+        **kwargs,
+    )
+
+
 def make_project(tmp_path: Path, world_dir: Path, instance: dg.DagsterInstance) -> Project:
     storage = SigmapStorage(root=str(tmp_path / "storage"))
     world = WorldResource(storage=storage, kind="folder", path=str(world_dir))

@@ -13,20 +13,13 @@ import dagster as dg
 import pytest
 
 from sigmap_assets.demo import STEPS, DemoRunner
-from tests.assets.harness import Project, make_project
+from tests.assets.harness import Project, demo_runner, make_project, split_corpus
 
 THROUGH_COVERAGE = STEPS[: [s.stage for s in STEPS].index("coverage") + 1]
 
 
 def _runner(project: Project, lanes: int) -> DemoRunner:
-    return DemoRunner(
-        project.defs,
-        project.instance,
-        project.storage.layout.demo_state(),
-        log=lambda s: None,
-        resources=project.resources,
-        lanes=lanes,
-    )
+    return demo_runner(project, lanes=lanes)
 
 
 def _stored(project: Project, folder: str) -> dict[str, str]:
@@ -48,14 +41,6 @@ def _runs(project: Project, asset: str) -> list[tuple[float, float, str]]:
         assert run is not None and run.start_time is not None and run.end_time is not None
         out.append((run.start_time, run.end_time, rec.partition_key or ""))
     return sorted(out)
-
-
-def _split_corpus(world: Path) -> None:
-    """The synthetic world's one corpus file as two: two shards, twice the cells."""
-    src = world / "corpus" / "docs.jsonl"
-    lines = src.read_text().splitlines(keepends=True)
-    src.write_text("".join(lines[: len(lines) // 2]))
-    (world / "corpus" / "docs2.jsonl").write_text("".join(lines[len(lines) // 2 :]))
 
 
 def test_each_step_waits_for_every_step_upstream_of_it(project: Project) -> None:
@@ -89,7 +74,7 @@ def test_two_lanes_store_what_one_lane_stores(
     stored = {}
     world = tmp_path / "world"  # one world (manifests name its files) and two storage roots
     shutil.copytree(synthetic_world_template, world)
-    _split_corpus(world)
+    split_corpus(world)
     for lanes in (1, 2):
         with dg.instance_for_test() as instance:
             project = make_project(tmp_path / f"p{lanes}", world, instance)

@@ -16,18 +16,9 @@ import pytest
 from sigmap_assets.demo import STEPS, DemoRunner
 from sigmap_lib.inputs import read_corpus, read_registry, segment_units
 from sigmap_lib.nll import NLLStore
-from tests.assets.harness import Project
+from tests.assets.harness import Project, demo_runner, split_corpus
 
 THROUGH_COVERAGE = STEPS[: [s.stage for s in STEPS].index("coverage") + 1]
-
-
-def _split_corpus(world: Path) -> None:
-    """The synthetic world's one corpus file as two (same documents, same unit order)."""
-    src = world / "corpus" / "docs.jsonl"
-    lines = src.read_text().splitlines(keepends=True)
-    half = len(lines) // 2
-    src.write_text("".join(lines[:half]))
-    (world / "corpus" / "docs2.jsonl").write_text("".join(lines[half:]))
 
 
 def _extend_nll(world: Path, n_new: int, seed: int = 3) -> None:
@@ -51,14 +42,7 @@ def _add_file(world: Path, name: str, n_docs: int = 2, words: int = 40) -> int:
 
 
 def _runner(project: Project, cell_threads: int = 0) -> DemoRunner:
-    return DemoRunner(
-        project.defs,
-        project.instance,
-        project.storage.layout.demo_state(),
-        log=lambda s: None,
-        resources=project.resources,
-        cell_threads=cell_threads,
-    )
+    return demo_runner(project, cell_threads=cell_threads)
 
 
 def _cell_runs(project: Project) -> list[str]:
@@ -80,7 +64,7 @@ def _nll_files(project: Project) -> dict[str, tuple[int, str]]:
 
 def _first_run(project: Project, world: Path) -> tuple[list[str], list[str], dict]:
     """The world's corpus as two files, run through the coverage: shards, cell runs, files."""
-    _split_corpus(world)
+    split_corpus(world)
     _runner(project).run(THROUGH_COVERAGE)
     shards0 = project.keys("shards")
     first = _cell_runs(project)
@@ -258,7 +242,7 @@ def test_a_failing_model_fails_only_its_cells_and_the_run_goes_on(
     reg = yaml.safe_load((synthetic_world / "models.yaml").read_text())
     reg["models"][4]["nll_source"] = "nll/missing.npy"
     (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
-    _split_corpus(synthetic_world)
+    split_corpus(synthetic_world)
     summary = _runner(project).run(THROUGH_COVERAGE)
     broken = reg["models"][4]["id"].replace("/", "__")
     failed = sorted(f["partition"] for f in summary["failed"])
@@ -339,7 +323,7 @@ def test_cells_on_one_torch_thread_score_as_alone_and_restore_the_threads(
     reg["models"] += [{"id": f"local/{n}", "path": f"models/{n}"} for n in ("a", "b")]
     reg["models"][4]["nll_source"] = "nll/missing.npy"
     (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
-    _split_corpus(synthetic_world)
+    split_corpus(synthetic_world)
     threads = torch.get_num_threads()
     summary = _runner(project, cell_threads=1).run(THROUGH_COVERAGE)
     assert torch.get_num_threads() == threads
