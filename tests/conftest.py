@@ -33,6 +33,11 @@ def shared_data() -> Path:
 LONGEST_FIRST = (
     "tests/assets/test_daemon.py",
     "tests/assets/test_small_world.py",
+    # xdist's file scheduler tops each worker up to a second file at the start: the
+    # real-daemon test's worker gets this quick one (4 tests, seconds) instead of the next
+    # long file, which would otherwise wait behind the daemon test (the automation flow
+    # waited 42 min there); the long files below go to the other worker as it asks.
+    "tests/assets/test_layout.py",
     "tests/assets/test_automation.py",
     "tests/assets/test_skips.py",
     "tests/assets/test_shards.py",
