@@ -70,6 +70,14 @@ STEPS: tuple[Step, ...] = (
 )
 
 
+def _expected_s(step: Step, durations: dict) -> float:
+    """A step's expected seconds: its last duration, else its estimate (per partition for
+    the shards / cells steps, counted as 16)."""
+    return durations.get(
+        step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
+    )
+
+
 def _fmt_s(seconds: float) -> str:
     seconds = max(0, round(seconds))
     return f"{seconds // 60}:{seconds % 60:02d}"
@@ -429,12 +437,7 @@ class DemoRunner:
         """Per step, the expected seconds from its start to the end of the longest chain of
         steps waiting on it (its last duration, else its estimate): ready steps start
         longest chain first, so the lanes end together."""
-        own = [
-            durations.get(
-                s.stage, s.estimate_s * (16 if s.partitions in ("shards", "cells") else 1)
-            )
-            for s in steps
-        ]
+        own = [_expected_s(s, durations) for s in steps]
         rank = list(own)
         for j in reversed(range(len(steps))):  # deps point backwards: dependents come later
             for i in deps[j]:
@@ -443,12 +446,7 @@ class DemoRunner:
 
     def run(self, steps: Sequence[Step] = STEPS) -> dict:
         durations = self.state.get("durations", {})
-        estimate = sum(
-            durations.get(
-                s.stage, s.estimate_s * (16 if s.partitions in ("shards", "cells") else 1)
-            )
-            for s in steps
-        )
+        estimate = sum(_expected_s(s, durations) for s in steps)
         prog = Progress(estimate, lanes=self.lanes)
         summary: dict = {"ran": [], "skipped": [], "failed": [], "blocked": [], "skips": []}
         failed_assets: set[str] = set()
@@ -494,9 +492,7 @@ class DemoRunner:
     ) -> None:
         """Run one step (or record why not) into ``summary``."""
         t_stage = time.perf_counter()
-        expected = durations.get(
-            step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
-        )
+        expected = _expected_s(step, durations)
         with self._lock:
             blocked = self._blocked_by(failed_assets) & set(step.assets)
         if blocked:
