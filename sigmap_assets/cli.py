@@ -90,7 +90,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
         root = _storage_root(args.storage)
         print(f"sigmap run: no world is configured for the storage root {root} "
               f"({StorageLayout(str(root)).project_config()} is missing). `sigmap demo` "
-              "builds and runs the embedded zoo world (~8.5 min on 2 cores); `sigmap demo --world PATH` "
+              "builds and runs the embedded zoo world (~6 min on 2 cores); `sigmap demo --world PATH` "
               "runs your own world folder; afterwards `sigmap run` refreshes the configured "
               "one.", file=sys.stderr)  # fmt: skip
         return 2

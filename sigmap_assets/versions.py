@@ -12,11 +12,11 @@ from __future__ import annotations
 
 #: One counter per library step; bump it when the step's results change.
 STEP_VERSIONS: dict[str, int] = {
-    "worlds": 2,  # sigmap_lib.worlds: the model zoo / world folder
+    "worlds": 3,  # sigmap_lib.worlds: the model zoo / world folder
     "inputs": 1,  # sigmap_lib.inputs: corpus plan and shards, registry, catalog, scores, items
     "nll": 1,  # sigmap_lib.nll: per-unit NLL of one model on one shard
     "ranks": 1,  # sigmap_lib.nll: rank codes and the coverage over shards
-    "signatures": 2,  # sigmap_lib.signatures: screening, calibration, selection
+    "signatures": 3,  # sigmap_lib.signatures: screening, calibration, selection
     "overlap": 1,  # sigmap_lib.overlap: the three overlap matrices
     "reporting": 1,  # sigmap_lib.reporting: the overlap report
     "metabench": 1,  # sigmap_lib.metabench: item pools, IRT fits, selection, scoring

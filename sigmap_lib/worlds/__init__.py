@@ -14,6 +14,7 @@ from ._preflight import (
     WorldProblem,
     preflight_world,
     read_semantic_settings,
+    read_signature_settings,
 )
 from ._synthetic import (
     FORMATS,
@@ -49,6 +50,7 @@ __all__ = [
     "random_text",
     "read_minimums",
     "read_semantic_settings",
+    "read_signature_settings",
     "sample_texts",
     "save_model",
     "train_bpe_tokenizer",

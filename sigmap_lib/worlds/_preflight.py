@@ -21,7 +21,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds._minimums import WorldMinimums
 
 _TOKENIZER_SLOW = ("tokenizer.model", "spiece.model", "vocab.txt", "sentencepiece.bpe.model")
-_SETTINGS_GROUPS = ("metabench", "minimums", "semantic")
+_SETTINGS_GROUPS = ("metabench", "minimums", "semantic", "signatures")
 
 
 @dataclass(frozen=True)
@@ -503,6 +503,8 @@ def _check_settings(c: _Collector) -> None:
                 read_minimums({"minimums": values})
             elif group == "semantic":
                 read_semantic_settings(values)
+            elif group == "signatures":
+                read_signature_settings(values)
             else:
                 MetabenchConfig.from_kwargs(**values)
         except (SigmapInputError, TypeError, ValueError) as exc:
@@ -526,6 +528,26 @@ def read_semantic_settings(values: dict) -> int:
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
         raise SigmapInputError(f"semantic: max_questions must be an int >= 0, got {cap!r}")
     return cap
+
+
+def read_signature_settings(values: dict) -> str:
+    """The ``signatures:`` group of ``settings.yaml``: ``strata`` (``"family"`` or
+    ``"none"``, default ``"none"``), the registry column the calibrated signature test
+    stratifies the models by when neither the run config nor ``sigmap run --strata`` says.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import read_signature_settings
+    >>> read_signature_settings({"strata": "family"}), read_signature_settings({})
+    ('family', 'none')
+    """
+    unknown = sorted(set(values) - {"strata"})
+    if unknown:
+        raise SigmapInputError(f"signatures: unknown option(s) {unknown}; known: ['strata']")
+    strata = values.get("strata", "none")
+    if strata not in ("family", "none"):
+        raise SigmapInputError(f"signatures: strata must be 'family' or 'none', got {strata!r}")
+    return str(strata)
 
 
 def _world_minimums(base: Path, overrides: dict | None) -> WorldMinimums:

@@ -75,3 +75,32 @@ def test_calibrated_default_with_empty_signatures_end_to_end(project: Project) -
     summary = json.loads(layout.report("overlap_summary.json").read_text())
     assert sorted(summary["no_signature"]) == sorted(empty)
     assert summary["levels"]["signature"]["left_out"]["pairs_left_out"] > 0
+
+
+def test_the_world_settings_choose_the_strata_unless_the_run_says(
+    project: Project, synthetic_world
+) -> None:
+    """settings.yaml → `signatures: strata: family` stratifies the calibrated test by the
+    registry family; a run config `strata: none` takes precedence."""
+    import yaml
+
+    settings = synthetic_world / "settings.yaml"
+    current = yaml.safe_load(settings.read_text()) if settings.exists() else {}
+    settings.write_text(yaml.safe_dump((current or {}) | {"signatures": {"strata": "family"}}))
+    project.through("screening")
+    layout = project.storage.layout
+    registry = yaml.safe_load((synthetic_world / "models.yaml").read_text())["models"]
+    families = {m["family"] for m in registry}
+    assert len(families) >= 2
+    for strata, expected in (("", "family"), ("none", None)):
+        project.materialize(
+            ["signatures"],
+            prange=project._brange(),
+            run_config={"ops": {"signatures": {"config": {"permutations": 19, "strata": strata}}}},
+        )
+        s = json.loads(layout.signature_summary(project.keys("benchmarks")[0]).read_text())
+        assert s["strata"] == expected, s["strata"]
+        labels = s["strata_labels"]
+        assert (labels is None) == (expected is None)
+        if labels is not None:
+            assert set(labels) == families

@@ -314,7 +314,8 @@ class SignatureConfig(SigmapConfig):
     strata: str = ""
     """Calibrated test: stratify the models by this registry column ("family": permutations
     within families, family effects regressed out of units and scores), "none" for no
-    strata; "" (default) takes what `sigmap run --strata` stored for this storage root."""
+    strata; "" (default) takes what `sigmap run --strata` stored for this storage root, else
+    the world's `settings.yaml` → `signatures: strata`, else none."""
     fwer: str = "benchmark"
     """Calibrated methods: control the family-wise error per benchmark ("benchmark") or over
     all units of all benchmarks together ("all", one shared set of model permutations)."""
@@ -346,7 +347,10 @@ def extract_options(config: SignatureConfig, settings, strata=None) -> dict:
     kinds={"parquet"},
 )
 def signatures(
-    context: dg.AssetExecutionContext, config: SignatureConfig, storage: SigmapStorage
+    context: dg.AssetExecutionContext,
+    config: SignatureConfig,
+    storage: SigmapStorage,
+    world: WorldResource,
 ) -> dg.MaterializeResult:
     """Each benchmark's signature, by default the calibrated max-T test over all corpus units
     (the units whose partial correlation with the scores, given general model quality,
@@ -389,7 +393,11 @@ def signatures(
         return dg.MaterializeResult(
             metadata={"benchmarks": 0, "not_screened": dg.MetadataValue.json(skipped)}
         )
-    strata = state.model_strata(config.strata)
+    from sigmap_lib.worlds import read_signature_settings
+
+    strata = state.model_strata(
+        config.strata, read_signature_settings(world.settings().get("signatures") or {})
+    )
     opened = state.open_current()
     y = y_all[:, [requested.index(k) for k in keys]]
     stored = extract_and_store(state, config, keys, screened[keys[0]], y, strata, opened)

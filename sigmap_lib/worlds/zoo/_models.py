@@ -23,10 +23,11 @@ ZOO_VERSION = 3
 #: Progress callback: ``progress(stage, done, total, message)``.
 Progress = Callable[[str, int, int, str], None]
 
-#: Training-token shares per domain (code, prose, arithmetic, recall, records): each run
-#: leans towards one domain (0.36) and sees every domain (0.16 each), so the runs differ
-#: in skills while every run learns every benchmark's format (a domain left out of
-#: training pins a benchmark at chance for that run, which no budget changes).
+#: Training-token shares per domain (code, prose, arithmetic, recall, records) of the
+#: quick zoo's runs: each leans towards one domain (0.36) and sees every domain (0.16
+#: each), so the runs differ in skills while every run learns every benchmark's format (a
+#: domain left out of training pins a benchmark at chance for that run, which no budget
+#: changes). The full zoo's mixtures (:data:`LEAN_LETTERS`) are added below.
 MIXTURES: dict[str, dict[str, float]] = {
     name: {d: (0.36 if d == lean else 0.16) for d in DOMAINS}
     for name, lean in (
@@ -37,6 +38,38 @@ MIXTURES: dict[str, dict[str, float]] = {
         ("records", "records"),
     )
 } | {"balanced": dict.fromkeys(DOMAINS, 0.2)}
+
+#: The letter of each domain in the full zoo's mixture names (``k``: records, the
+#: knowledge domain).
+LEAN_LETTERS: dict[str, str] = {
+    "c": "code",
+    "p": "prose",
+    "a": "arithmetic",
+    "r": "recall",
+    "k": "records",
+}
+
+#: How much more of a leaned-on domain a full-zoo run sees than of the others.
+LEAN_WEIGHT = 3.0
+
+
+def lean_mixture(leans: str) -> dict[str, float]:
+    """Training shares of a full-zoo run leaning on the domains whose letters
+    (:data:`LEAN_LETTERS`) are in ``leans``: weight :data:`LEAN_WEIGHT` for those, 1 for
+    the others, normalized.
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds.zoo._models import lean_mixture
+    >>> {d: round(v, 3) for d, v in lean_mixture("ar").items()}
+    {'code': 0.111, 'prose': 0.111, 'arithmetic': 0.333, 'recall': 0.333, 'records': 0.111}
+    """
+    unknown = set(leans) - set(LEAN_LETTERS)
+    if unknown:
+        raise SigmapInputError(f"zoo world: unknown lean letters {sorted(unknown)} in {leans!r}")
+    w = {d: (LEAN_WEIGHT if any(LEAN_LETTERS[x] == d for x in leans) else 1.0) for d in DOMAINS}
+    return {d: v / sum(w.values()) for d, v in w.items()}
+
 
 #: Sizes per architecture: (d_model, n_layer, n_head).
 SIZES: dict[str, tuple[int, int, int]] = {
@@ -118,16 +151,28 @@ def _spec(arch: str, mixture: str, size: str, steps: int, seed: int) -> ZooModel
     )
 
 
-#: The full zoo: 4 training runs (arch, mixture, size, steps), each giving 4 registry
-#: models (its weights after 5, 15, 40 and 100 % of its steps): 16 registry models that
-#: differ first by training budget and size (general quality), then by data mix (skills)
-#: and architecture / tokenizer.
+#: The full zoo: 8 training runs (arch, mixture, size, steps), a 2^(7-4) fractional
+#: factorial design over seven two-level factors: a lean towards each of the five domains
+#: (code c, prose p, arithmetic a, recall r, records k; the mixture's name lists the
+#: domains leaned on, :func:`lean_mixture`), the architecture with its tokenizer, and the
+#: training budget (400 or 800 steps). Each factor is balanced (4 runs each way) and
+#: orthogonal to every other, so each domain's skill varies across runs independently of
+#: the other domains', the architecture and the budget: what the signature test needs to
+#: tell the skills apart. Each run gives 4 registry models (its weights after 5, 15, 40
+#: and 100 % of its steps): 32 registry models that differ first by training budget
+#: (general quality), then by data mix (skills) and architecture / tokenizer.
 ZOO_MODELS: tuple[tuple[str, str, str, int], ...] = (
-    ("gpt2", "code", "s", 600),
-    ("llama", "prose", "s", 600),
-    ("gpt2", "records", "s", 800),
-    ("llama", "arith", "xs", 800),
+    ("llama", "rk", "s", 400),
+    ("gpt2", "ar", "s", 800),
+    ("gpt2", "pk", "s", 800),
+    ("llama", "pa", "s", 400),
+    ("llama", "c", "s", 800),
+    ("gpt2", "cak", "s", 400),
+    ("gpt2", "cpr", "s", 400),
+    ("llama", "cpark", "s", 800),
 )
+
+MIXTURES |= {mix: lean_mixture(mix) for _, mix, _, _ in ZOO_MODELS}
 
 #: The quick zoo (tests): three small runs of few steps, each with the same budget ladder.
 QUICK_MODELS: tuple[tuple[str, str, str, int], ...] = (
@@ -137,7 +182,7 @@ QUICK_MODELS: tuple[tuple[str, str, str, int], ...] = (
 )
 
 
-def model_specs(n_models: int = 4, *, quick: bool = False, seed: int = 0) -> list[ZooModelSpec]:
+def model_specs(n_models: int = 8, *, quick: bool = False, seed: int = 0) -> list[ZooModelSpec]:
     """The zoo roster: the first ``n_models`` training runs of :data:`ZOO_MODELS` (or the
     quick zoo).
 
@@ -149,7 +194,7 @@ def model_specs(n_models: int = 4, *, quick: bool = False, seed: int = 0) -> lis
     --------
     >>> from sigmap_lib.worlds.zoo import model_specs
     >>> [s.name for s in model_specs(4)]
-    ['gpt2-code-s', 'llama-prose-s', 'gpt2-records-s', 'llama-arith-xs']
+    ['gpt2-ar-s', 'llama-rk-s', 'gpt2-pk-s', 'llama-pa-s']
     >>> spec = model_specs(2, quick=True)[1]
     >>> spec.model_id, spec.steps, spec.batch_size * spec.seq_len  # tokens per step
     ('zoo/llama-prose-xs', 160, 1024)
@@ -230,8 +275,9 @@ def run_jobs(
 def build_texts(*, seed: int = 0, quick: bool = False) -> ZooTexts:
     """Stage 1: the zoo text, split by document (see :class:`ZooTexts`).
 
-    The full world's corpus holds 875 documents (code 250, prose 250, arithmetic 150,
-    recall 125, records 100; ~90k units, ~350k characters); ``quick`` one about a quarter the size.
+    The full world's corpus holds 440 documents (code 125, prose 125, arithmetic 75,
+    recall 65, records 50; ~46k units, ~190k characters); ``quick`` one about half the
+    size.
     Code and prose come from the running interpreter's standard library and installed
     packages (so their texts differ between machines); arithmetic, recall and records
     are generated from ``seed``.
@@ -258,7 +304,7 @@ def build_texts(*, seed: int = 0, quick: bool = False) -> ZooTexts:
         )
     return build_zoo_texts(
         seed=seed,
-        n_corpus={"code": 250, "prose": 250, "arithmetic": 150, "recall": 125, "records": 100},
+        n_corpus={"code": 125, "prose": 125, "arithmetic": 75, "recall": 65, "records": 50},
         n_bench=dict.fromkeys(DOMAINS, 250),
         train_chars=1_500_000,
     )

@@ -13,23 +13,26 @@ report them separately:
    byte-level one (vocab 512) for the GPT-2 models and a SentencePiece-style
    ("metaspace", byte fallback, vocab 1024) one for the Llama models, so the corpus
    units really are aligned across tokenizers.
-3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 4 training runs of tiny causal LMs
-   (GPT-2 and Llama configs, ~0.1-0.26M parameters, sizes xs/s, 600-800 steps) whose
-   data mixes each lean towards one domain. Each run gives four registry models, a
-   budget ladder: its weights after 5, 15 and 40 % of its steps (``zoo/<name>-step<s>``)
-   and its final weights, so the 16 models differ first by general quality (training
-   budget, size), as real LLMs do, and then by skills (data mix). Cached per run by a
-   spec hash. Each run also saves intermediate checkpoints (default 15, evenly spaced,
-   plus its three early registry models; quick: 19, every 5 % of its steps).
+3. :func:`train_zoo_models` — :data:`ZOO_MODELS`: 8 training runs of tiny causal LMs
+   (GPT-2 and Llama configs, ~0.14-0.26M parameters, 400 or 800 steps) in a
+   fractional factorial design: each run leans on some of the five domains (three times
+   their share of the others), and every domain's lean, the architecture and the budget
+   vary independently of each other across the runs. Each run gives four registry
+   models, a budget ladder: its weights after 5, 15 and 40 % of its steps
+   (``zoo/<name>-step<s>``) and its final weights, so the 32 models differ first by
+   general quality (training budget), as real LLMs do, and then by skills (data mix)
+   and architecture / tokenizer. Cached per run by a spec hash. Each run also saves
+   intermediate checkpoints (default 6, evenly spaced, plus its three early registry
+   models; quick: 19, every 5 % of its steps).
 4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`
    (100 items each), scored by loglikelihood, item by item (cached per model), for the
    registry models and the other checkpoints. Those checkpoints are extra real
-   respondents for item-level methods (metabench needs >= 50 per benchmark; 76 in all): their rows follow the registry models' in
-   ``responses/<b>.parquet`` (``zoo/<name>@step<s>``) and ``truth.json`` lists them;
-   they are not registry models (not in ``models.yaml`` / ``scores.csv``).
-   ``settings.yaml`` holds metabench settings suited to this small world
-   (:func:`metabench_settings`) and the semantic level's question sample
-   (:func:`zoo_settings`).
+   respondents for item-level methods (metabench needs >= 50 per benchmark; 80 in
+   all): their rows follow the registry models' in ``responses/<b>.parquet``
+   (``zoo/<name>@step<s>``) and ``truth.json`` lists them; they are not registry models
+   (not in ``models.yaml`` / ``scores.csv``). ``settings.yaml`` holds metabench
+   settings suited to this small world (:func:`metabench_settings`), the semantic
+   level's question sample and the signature test's strata (:func:`zoo_settings`).
 
 Everything is deterministic given the seed and the machine's Python installation; model
 training is deterministic on a given machine and thread count.
@@ -596,7 +599,7 @@ def registry_members(
 def metabench_settings(n_items: int) -> dict[str, Any]:
     """Recommended metabench settings for a zoo world (``settings.yaml``).
 
-    The zoo has 76 respondents (16 registry models + 60 checkpoints) and 100 items per
+    The zoo has 80 respondents (32 registry models + 48 checkpoints) and 100 items per
     benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
     of items). The binding constraint is the joint fit: >= 50 training models after
     every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
@@ -632,22 +635,28 @@ ZOO_SEMANTIC_QUESTIONS = 50
 
 
 def zoo_settings(n_items: int) -> dict[str, Any]:
-    """The zoo world's ``settings.yaml``: :func:`metabench_settings`, and the semantic
-    level's question sample (:data:`ZOO_SEMANTIC_QUESTIONS`).
+    """The zoo world's ``settings.yaml``: :func:`metabench_settings`, the semantic level's
+    question sample (:data:`ZOO_SEMANTIC_QUESTIONS`) and the signature test's strata: the
+    registry family (the architecture, each with its own tokenizer), because a unit's
+    perplexity depends on how the tokenizer splits it, so the two families differ on
+    whole classes of units (code's indentation, numbers) whatever the skills.
 
     Examples
     --------
     >>> from sigmap_lib.worlds.zoo._world import zoo_settings
-    >>> sorted(zoo_settings(100)), zoo_settings(100)["semantic"]
-    (['metabench', 'semantic'], {'max_questions': 50})
+    >>> sorted(zoo_settings(100)), zoo_settings(100)["semantic"], zoo_settings(100)["signatures"]
+    (['metabench', 'semantic', 'signatures'], {'max_questions': 50}, {'strata': 'family'})
     """
-    return metabench_settings(n_items) | {"semantic": {"max_questions": ZOO_SEMANTIC_QUESTIONS}}
+    return metabench_settings(n_items) | {
+        "semantic": {"max_questions": ZOO_SEMANTIC_QUESTIONS},
+        "signatures": {"strata": "family"},
+    }
 
 
 def build_zoo_world(
     out_dir: str | Path,
     *,
-    n_models: int = 4,
+    n_models: int = 8,
     seed: int = 0,
     progress: Progress | None = None,
     quick: bool = False,
@@ -663,8 +672,8 @@ def build_zoo_world(
         The world folder (created). Models live in ``out_dir/models/<name>`` and are
         reused across calls when their spec, tokenizer and training text are unchanged.
     n_models : int
-        How many of the roster's training runs (2..4; quick: 2..3); each gives its final
-        model and its three early models (:class:`ZooModelSpec`), 16 registry models in
+        How many of the roster's training runs (2..8; quick: 2..3); each gives its final
+        model and its three early models (:class:`ZooModelSpec`), 32 registry models in
         all (quick: 12).
     seed : int
         Seeds text selection, generation, splits, items and model initialisation.
@@ -679,14 +688,14 @@ def build_zoo_world(
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
     n_checkpoints : int, optional
-        Intermediate checkpoints per run besides its early registry models (default
-        15, after 1/16, 2/16, ... of the steps, none of them an early model's, so the 4
-        runs give 16 registry models + 60 checkpoints = 76 respondents: metabench's joint
-        fit needs >= 50 training models once the common test set (10) and each
-        benchmark's outliers (~8) are set aside (64 respondents left 46, 68 left 50);
-        quick: 19, every 5 %, one of them each early model's, so the 3
-        runs give 12 + 48 = 60). Each answers every item like the registry models; their rows follow the
-        registry models' rows in ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and
+        Intermediate checkpoints per run besides its early registry models (default 6,
+        after 1/7, 2/7, ... of the steps, none of them an early model's, so the 8 runs
+        give 32 registry models + 48 checkpoints = 80 respondents: metabench's joint fit
+        needs >= 50 training models once the common test set (10 %) and each
+        benchmark's outliers are set aside; quick: 19, every 5 %, one of them each early
+        model's, so the 3 runs give 12 + 48 = 60). Each answers every item like the
+        registry models; their rows follow the registry models' rows in
+        ``responses/<b>.parquet`` as ``zoo/<name>@step<s>``, and
         ``truth.json`` lists them. They are not registry models (not in ``models.yaml`` /
         ``scores.csv``). 0 disables them.
 
@@ -742,7 +751,7 @@ def build_zoo_world(
     progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
     if n_checkpoints is None:
-        n_checkpoints = 19 if quick else 15
+        n_checkpoints = 19 if quick else 6
     t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
     models = train_zoo_models(

@@ -219,3 +219,21 @@ def test_minimums_of_the_world_decide_the_stage_warnings(world: Path) -> None:
     assert any("metabench needs >= 40 (minimum metabench_respondents" in x for x in lines)
     lines = _only(preflight_world(world, overrides={"semantic_benchmarks": 3}), "warning")
     assert any("semantic overlap needs >= 3 (minimum semantic_benchmarks" in x for x in lines)
+
+
+def test_the_signatures_settings_group_is_checked(world: Path) -> None:
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.worlds import read_signature_settings
+
+    (world / "settings.yaml").write_text("signatures:\n  strata: family\n")
+    assert not [x for x in _only(preflight_world(world), "error") if "settings.yaml" in x]
+    (world / "settings.yaml").write_text("signatures:\n  strata: size\n")
+    assert any(
+        "group 'signatures'" in x and "must be 'family' or 'none', got 'size'" in x
+        for x in _only(preflight_world(world), "error")
+    )
+    (world / "settings.yaml").write_text("signatures:\n  stratum: family\n")
+    assert any("unknown option(s) ['stratum']" in x for x in _only(preflight_world(world), "error"))
+    assert read_signature_settings({}) == "none"
+    with pytest.raises(SigmapInputError, match="strata"):
+        read_signature_settings({"strata": True})

@@ -167,23 +167,37 @@ def test_roster_and_training_mixtures(quick_texts) -> None:
     from sigmap_lib.worlds.zoo import MIXTURES, ZOO_MODELS, checkpoint_steps, model_specs
     from sigmap_lib.worlds.zoo._models import _training_texts
 
-    full = model_specs(4)
-    assert len(full) == len(ZOO_MODELS) == 4
-    assert len({s.name for s in full}) == 4
-    assert {s.arch for s in full} == {"gpt2", "llama"}
-    assert len({s.mixture for s in full}) == 4 and len({s.size for s in full}) == 2
-    assert len({s.steps for s in full}) == 2
+    full = model_specs()
+    assert len(full) == len(ZOO_MODELS) == 8
+    assert len({s.name for s in full}) == 8
+    # a 2^(7-4) design: a lean per domain, the architecture and the budget, each balanced
+    # (4 runs each way) and orthogonal to every other
+    design = np.array(
+        [
+            [1 if x in s.mixture else -1 for x in "cpark"]
+            + [1 if s.arch == "llama" else -1, 1 if s.steps == 800 else -1]
+            for s in full
+        ]
+    )
+    assert {s.steps for s in full} == {400, 800} and {s.size for s in full} == {"s"}
+    assert (design.sum(axis=0) == 0).all()
+    assert (design.T @ design == 8 * np.eye(7)).all()
+    for s in full:  # a leaned-on domain gets three times the share of the others
+        mix = MIXTURES[s.mixture]
+        lean = [d for d in mix if mix[d] > min(mix.values())]
+        if lean:
+            assert max(mix.values()) == pytest.approx(3 * min(mix.values()))
     # every run also registers its weights after 5, 15 and 40 % of its steps (a budget
-    # ladder), all on the grid of the other checkpoints: 16 registry models
+    # ladder), all on the grid of the other checkpoints: 32 registry models
     for s in full:
         assert [e / s.steps for e in s.early] == pytest.approx([0.05, 0.15, 0.4], abs=0.002)
         assert set(s.early) <= set(checkpoint_steps(s.steps, 19))
     ids = [s.model_id for s in full] + [s.early_id(e) for s in full for e in s.early]
-    assert len(set(ids)) == 16
+    assert len(set(ids)) == 32
     small = model_specs(2)
     assert {s.arch for s in small} == {"gpt2", "llama"}
     with pytest.raises(SigmapInputError, match="n_models"):
-        model_specs(5)
+        model_specs(9)
     # every mixture leans towards one domain and trains on all of them
     for mix in MIXTURES.values():
         assert sum(mix.values()) == pytest.approx(1.0) and min(mix.values()) > 0
