@@ -99,7 +99,7 @@ def _libc() -> ctypes.CDLL | None:
 def _release_memory() -> None:
     """Collect garbage and hand the freed heap back to the OS (glibc keeps it otherwise), so
     one step's peak does not stay in the process under the next one's: the zoo demo's
-    process peaked at 2.22 GB without it, 1.95 GB with it (docs/RESULTS.md)."""
+    process peaked at 2.27 GB without it, 1.99 GB with it (docs/RESULTS.md)."""
     gc.collect()
     libc = _libc()
     if libc is not None:

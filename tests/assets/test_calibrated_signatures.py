@@ -81,26 +81,31 @@ def test_the_world_settings_choose_the_strata_unless_the_run_says(
     project: Project, synthetic_world
 ) -> None:
     """settings.yaml → `signatures: strata: family` stratifies the calibrated test by the
-    registry family; a run config `strata: none` takes precedence."""
+    registry family (here 4 families of 12 models: too few residual degrees of freedom,
+    refused with the reason); a run config `strata: none` takes precedence."""
     import yaml
 
     settings = synthetic_world / "settings.yaml"
-    current = yaml.safe_load(settings.read_text()) if settings.exists() else {}
-    settings.write_text(yaml.safe_dump((current or {}) | {"signatures": {"strata": "family"}}))
+    current = (yaml.safe_load(settings.read_text()) if settings.exists() else None) or {}
+    settings.write_text(yaml.safe_dump(current | {"signatures": {"strata": "family"}}))
+    registry = yaml.safe_load((synthetic_world / "models.yaml").read_text())["models"]
+    assert len({m["family"] for m in registry}) == 4
     project.through("screening")
     layout = project.storage.layout
-    registry = yaml.safe_load((synthetic_world / "models.yaml").read_text())["models"]
-    families = {m["family"] for m in registry}
-    assert len(families) >= 2
-    for strata, expected in (("", "family"), ("none", None)):
-        project.materialize(
+
+    def run(strata: str):
+        return project.materialize(
             ["signatures"],
             prange=project._brange(),
+            raise_on_error=False,
             run_config={"ops": {"signatures": {"config": {"permutations": 19, "strata": strata}}}},
         )
-        s = json.loads(layout.signature_summary(project.keys("benchmarks")[0]).read_text())
-        assert s["strata"] == expected, s["strata"]
-        labels = s["strata_labels"]
-        assert (labels is None) == (expected is None)
-        if labels is not None:
-            assert set(labels) == families
+
+    res = run("")  # the world's setting: family
+    assert not res.success
+    failure = next(e for e in res.all_events if e.event_type_value == "STEP_FAILURE")
+    assert "12 scored models in 4 strata" in str(failure.event_specific_data.error)
+    res = run("none")  # the run config wins
+    assert res.success
+    s = json.loads(layout.signature_summary(project.keys("benchmarks")[0]).read_text())
+    assert s["strata"] is None and s["strata_labels"] is None

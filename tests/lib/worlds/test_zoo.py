@@ -506,8 +506,10 @@ def test_quick_world_checkpoint_respondents(quick_world) -> None:
     assert len({r.tobytes() for r in all_ck}) > 35
     assert any(not np.array_equal(all_ck[16 * i + 15], all_fm[4 * i]) for i in range(3))
     settings = yaml.safe_load((root / "settings.yaml").read_text())
-    assert settings == world.settings and set(settings) == {"metabench", "semantic"}
+    assert settings == world.settings
+    assert set(settings) == {"metabench", "semantic", "signatures"}
     assert settings["semantic"] == {"max_questions": 50}  # of its 24 questions: all
+    assert settings["signatures"] == {"strata": "family"}  # two tokenizer families
 
 
 @pytest.mark.slow
