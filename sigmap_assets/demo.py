@@ -297,16 +297,14 @@ class DemoRunner:
         )
         if asset == "token_nll" and partition is not None:
             parts.append(self._cell_fingerprint(partition))
-        if asset == "signatures":  # `sigmap run --strata` changes what a signature is
-            parts.append(f"strata={self._project_setting('strata')}")
+        if asset == "signatures":  # `sigmap run --strata` / settings.yaml change a signature
+            from sigmap_lib.errors import SigmapInputError
+
+            try:
+                parts.append(f"strata={self.resources['world'].strata()}")
+            except SigmapInputError as exc:  # the signatures step fails with the reason
+                parts.append(f"strata=invalid: {exc}")
         return hashlib.sha256("|".join(parts + own).encode()).hexdigest()[:20]
-
-    def _project_setting(self, key: str) -> str:
-        """A setting of ``<storage>/sigmap.yaml`` (the storage root holds ``.sigmap/``)."""
-        from sigmap_assets.resources import read_project_config
-
-        root = self.state_path.parent.parent
-        return str(read_project_config(str(root)).get(key) or "")
 
     def _cell_fingerprint(self, partition: str) -> str:
         """The model's files and scoring settings: weights overwritten in place, another

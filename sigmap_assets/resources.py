@@ -139,6 +139,15 @@ class WorldResource(SigmapResource):
         project = read_project_config(self.storage.root).get("minimums") or {}
         return read_minimums(self.settings(), project)
 
+    def strata(self) -> str:
+        """The calibrated signature test's strata when the run config does not say: what
+        `sigmap run --strata` stored in ``<storage>/sigmap.yaml``, else the world's
+        ``settings.yaml`` → ``signatures: strata``, else ``"none"``."""
+        from sigmap_lib.worlds import read_signature_settings
+
+        project = str(read_project_config(self.storage.root).get("strata") or "")
+        return project or read_signature_settings(self.settings().get("signatures") or {})
+
     def settings(self) -> dict[str, Any]:
         """The world's recommended asset settings (``settings.yaml``; may be absent)."""
         path = self.file("settings.yaml")

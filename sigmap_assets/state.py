@@ -415,19 +415,15 @@ class StoredState:
         )
         return to_wide(long, models=models, benchmarks=bench_keys)[2]
 
-    def model_strata(
-        self, column: str = "", world_default: str = ""
-    ) -> tuple[str | None, np.ndarray | None]:
+    def model_strata(self, column: str = "") -> tuple[str | None, np.ndarray | None]:
         """``(column, labels)``: the registry column the calibrated test stratifies the
         current models by and one label per model; ``column`` "" takes the stored project
-        setting (``sigmap run --strata``), then ``world_default`` (the world's
-        ``settings.yaml`` → ``signatures: strata``); "none" (or no setting) gives
-        ``(None, None)``."""
+        setting, "none" (or no setting) gives ``(None, None)``."""
         import polars as pl
 
         from sigmap_lib.errors import SigmapInputError
 
-        column = column or str(self.project.get("strata") or "") or world_default
+        column = column or str(self.project.get("strata") or "")
         if column in ("", "none"):
             return None, None
         if column != "family":

@@ -393,11 +393,7 @@ def signatures(
         return dg.MaterializeResult(
             metadata={"benchmarks": 0, "not_screened": dg.MetadataValue.json(skipped)}
         )
-    from sigmap_lib.worlds import read_signature_settings
-
-    strata = state.model_strata(
-        config.strata, read_signature_settings(world.settings().get("signatures") or {})
-    )
+    strata = state.model_strata(config.strata or world.strata())
     opened = state.open_current()
     y = y_all[:, [requested.index(k) for k in keys]]
     stored = extract_and_store(state, config, keys, screened[keys[0]], y, strata, opened)

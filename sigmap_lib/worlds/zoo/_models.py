@@ -67,7 +67,8 @@ def lean_mixture(leans: str) -> dict[str, float]:
     unknown = set(leans) - set(LEAN_LETTERS)
     if unknown:
         raise SigmapInputError(f"zoo world: unknown lean letters {sorted(unknown)} in {leans!r}")
-    w = {d: (LEAN_WEIGHT if any(LEAN_LETTERS[x] == d for x in leans) else 1.0) for d in DOMAINS}
+    leaned = {LEAN_LETTERS[x] for x in leans}
+    w = {d: (LEAN_WEIGHT if d in leaned else 1.0) for d in DOMAINS}
     return {d: v / sum(w.values()) for d, v in w.items()}
 
 
