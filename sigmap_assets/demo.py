@@ -1,9 +1,9 @@
 """`sigmap demo` / `sigmap run`: materialize the whole graph in dependency order, in-process,
 into the persistent Dagster instance (so every materialization is visible in the UI).
 
-A step is "up to date" when the data versions of everything upstream are the ones it last
-ran on (recorded under ``<storage>/.sigmap/steps.json``): a re-run with nothing new only
-re-checks the world, then stops. Progress shows the stage, the partition and an ETA from
+A step is "up to date" when its code version and the data versions of everything upstream
+are the ones it last ran on (recorded under ``<storage>/.sigmap/steps.json``): a re-run with
+nothing new only re-checks the world, then stops. Progress shows the stage, the partition and an ETA from
 the previous run's durations (or built-in estimates on the first run).
 
 What the world cannot support is *skipped* by the assets themselves, with a reason
@@ -35,6 +35,7 @@ import dagster as dg
 
 from sigmap_assets.metadata import DATA_VERSION_TAG
 from sigmap_assets.partitions import benchmarks_partitions, models_partitions
+from sigmap_assets.versions import code_version
 from sigmap_lib._util import atomic_write_json
 
 # the console shows the runner's own lines; Dagster's event log (the UI) keeps every message
@@ -295,6 +296,7 @@ class DemoRunner:
         own = _latest_versions(
             self.instance, dg.AssetKey(asset), None if partition is None else [partition]
         )
+        parts.append(f"code={code_version(asset)}")  # a new sigmap recomputes what it changed
         if asset == "token_nll" and partition is not None:
             parts.append(self._cell_fingerprint(partition))
         if asset == "signatures":  # `sigmap run --strata` / settings.yaml change a signature

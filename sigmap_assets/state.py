@@ -176,6 +176,9 @@ class SignatureInputs:
     signatures : dict
         Benchmark key -> signature unit indices (current, screenable benchmarks only;
         an empty signature is kept: its pairs are NaN).
+    orientation : dict
+        Benchmark key -> ``(k,)`` direction of each signature unit (+1: better-scoring
+        models are less perplexed on it; ``sigmap_lib.signatures.unit_orientation``).
     settings : SignatureSettings or None
         What the signatures were extracted with.
     no_signature : dict
@@ -191,6 +194,7 @@ class SignatureInputs:
 
     current: CurrentRanks | None
     signatures: dict = field(default_factory=dict)
+    orientation: dict = field(default_factory=dict)
     settings: Any = None
     no_signature: dict = field(default_factory=dict)
     options: dict = field(default_factory=dict)
@@ -202,6 +206,13 @@ class SignatureInputs:
     @property
     def models(self) -> tuple[str, ...]:
         return self.current.models if self.current is not None else ()
+
+    @property
+    def signed(self) -> dict:
+        """Benchmark key -> ``SignedUnits`` (units with their directions)."""
+        from sigmap_lib.overlap import SignedUnits
+
+        return {k: SignedUnits(u, self.orientation[k]) for k, u in self.signatures.items()}
 
 
 @dataclass(frozen=True)
@@ -475,20 +486,24 @@ class StoredState:
         out."""
         import polars as pl
 
-        from sigmap_lib.signatures import SignatureSettings
+        from sigmap_lib.signatures import SignatureSettings, unit_orientation
 
         cur = self.stored_ranks
         if cur is None:  # no model has NLL yet: no signature level
             return SignatureInputs(None)
-        sigs, settings, no_sig, options = {}, None, {}, {}
+        sigs, orientation, settings, no_sig, options = {}, {}, None, {}, {}
         for k in keys:
             summary = self.stored_signature(k)
             if summary is None or summary.get("ranks_dir") != cur.identity:
                 continue  # not extracted, or built on another model set
             if "skipped" in summary:
                 continue  # not screenable
-            units = pl.read_parquet(self.layout.signature_units(k))["unit"].to_numpy()
+            table = pl.read_parquet(self.layout.signature_units(k))
+            units = table["unit"].to_numpy()
             sigs[k] = units
+            orientation[k] = unit_orientation(
+                table["statistic"].to_numpy(), table["coef"].to_numpy()
+            )
             if units.size == 0:
                 cal = summary.get("calibration") or {}
                 no_sig[k] = cal.get("reason") or f"empty signature ({summary.get('method', 'aic')})"
@@ -503,6 +518,7 @@ class StoredState:
         return SignatureInputs(
             current=cur,
             signatures=sigs,
+            orientation=orientation,
             settings=settings,
             no_signature=no_sig,
             options=options,

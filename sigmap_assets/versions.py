@@ -17,8 +17,8 @@ STEP_VERSIONS: dict[str, int] = {
     "nll": 1,  # sigmap_lib.nll: per-unit NLL of one model on one shard
     "ranks": 1,  # sigmap_lib.nll: rank codes and the coverage over shards
     "signatures": 3,  # sigmap_lib.signatures: screening, calibration, selection
-    "overlap": 1,  # sigmap_lib.overlap: the three overlap matrices
-    "reporting": 1,  # sigmap_lib.reporting: the overlap report
+    "overlap": 2,  # sigmap_lib.overlap: the three overlap matrices
+    "reporting": 2,  # sigmap_lib.reporting: the overlap report
     "metabench": 1,  # sigmap_lib.metabench: item pools, IRT fits, selection, scoring
 }
 

@@ -41,15 +41,20 @@ from ._semantic import (
     semantic_overlap,
 )
 from ._signature import (
+    SignatureLike,
+    SignedUnits,
     signature_level,
     signature_model_scores,
     signature_overlap,
     signature_overlap_null,
+    signed_units,
 )
 
 __all__ = [
     "ClusterResult",
     "OverlapMatrix",
+    "SignatureLike",
+    "SignedUnits",
     "Variant",
     "agreement",
     "bootstrap_ci",
@@ -74,6 +79,7 @@ __all__ = [
     "signature_overlap",
     "signature_overlap_null",
     "signature_robustness",
+    "signed_units",
     "spearman_matrix",
     "spread",
     "toy_overlap",

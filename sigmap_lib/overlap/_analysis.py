@@ -107,19 +107,37 @@ def group_test(
     return out
 
 
-def function_matrix(matrix: OverlapMatrix, functions: Mapping[str, Any]) -> dict[str, Any]:
+def function_matrix(
+    matrix: OverlapMatrix,
+    functions: Mapping[str, Any],
+    *,
+    n_perm: int = 9999,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Within-function vs cross-function mean overlap and the function × function means.
+
+    Whether benchmarks of one function overlap more than benchmarks of different functions
+    is tested by permuting the function labels among the benchmarks that have at least one
+    finite pair (the pairs' values stay where they are): ``within_p`` is the one-sided
+    permutation p-value ``(1 + #{d*_p ≥ d}) / (1 + n_perm)`` of ``d = within_mean −
+    cross_mean``. Pairs of one level are not independent (each benchmark enters several),
+    which is why the labels, not the pairs, are permuted.
 
     Parameters
     ----------
     matrix : OverlapMatrix
     functions : mapping benchmark -> function name, or benchmark -> {"function": ...}
+    n_perm : int
+        Label permutations (0: no test, ``within_p`` NaN).
+    seed : int
+        Seed of the permutations.
 
     Returns
     -------
     dict
         ``within_mean`` (mean over pairs of distinct benchmarks with the same function),
-        ``cross_mean``, ``n_within``, ``n_cross``, ``functions`` (sorted names),
+        ``cross_mean``, ``n_within``, ``n_cross``, ``within_p`` (NaN when either group is
+        empty or ``n_perm = 0``), ``functions`` (sorted names),
         ``matrix`` ``(F, F)`` mean overlap of pairs with those functions (diagonal: pairs
         of distinct benchmarks within the function; NaN when there are none),
         ``counts`` ``(F, F)`` pairs behind each entry, and ``frame`` (polars, column
@@ -136,6 +154,8 @@ def function_matrix(matrix: OverlapMatrix, functions: Mapping[str, Any]) -> dict
     (['math', 'reasoning'], [[0.7, 0.2], [0.2, 0.8]], [[1, 4], [4, 1]])
     >>> fm["within_mean"], fm["cross_mean"], fm["n_within"], fm["n_cross"]
     (0.75, 0.2, 2, 4)
+    >>> round(fm["within_p"], 2)  # 4 benchmarks: 3 distinct splits into two pairs, 1 as large
+    0.33
     """
     import polars as pl
 
@@ -157,7 +177,9 @@ def function_matrix(matrix: OverlapMatrix, functions: Mapping[str, Any]) -> dict
         mat = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     within = fi == fj
     frame = pl.DataFrame({"function": names, **{f: mat[:, k] for k, f in enumerate(names)}})
+    code = np.array([pos[f] for f in fn], dtype=np.int64)
     return {
+        "within_p": _within_p(iu, ju, v, code, n_perm, seed),
         "functions": names,
         "matrix": mat,
         "counts": counts,
@@ -167,6 +189,27 @@ def function_matrix(matrix: OverlapMatrix, functions: Mapping[str, Any]) -> dict
         "n_within": int(within.sum()),
         "n_cross": int((~within).sum()),
     }
+
+
+def _within_p(
+    iu: np.ndarray, ju: np.ndarray, v: np.ndarray, code: np.ndarray, n_perm: int, seed: int
+) -> float:
+    """One-sided label-permutation p-value of ``mean(within) − mean(cross)``."""
+    within = code[iu] == code[ju]
+    if n_perm <= 0 or within.all() or not within.any():
+        return float("nan")
+    used = np.unique(np.concatenate([iu, ju]))
+    observed = v[within].mean() - v[~within].mean()
+    rng = np.random.default_rng(seed)
+    perm = np.tile(code, (n_perm, 1))
+    perm[:, used] = rng.permuted(np.tile(code[used], (n_perm, 1)), axis=1)
+    same = perm[:, iu] == perm[:, ju]  # (n_perm, pairs)
+    n_same = same.sum(axis=1)
+    ok = (n_same > 0) & (n_same < v.size)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        d = (same @ v) / n_same - ((~same) @ v) / (v.size - n_same)
+    exceed = int((d[ok] >= observed - 1e-12).sum()) + int((~ok).sum())
+    return (1.0 + exceed) / (1.0 + n_perm)
 
 
 def spread(matrix: OverlapMatrix, band: tuple[float, float] = (0.1, 0.4)) -> dict[str, float]:

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.overlap._signature import SignedUnits, signed_units
 
 
 @dataclass
@@ -27,7 +28,7 @@ class Variant:
 
     name: str
     description: str
-    signatures: dict[str, np.ndarray]
+    signatures: dict[str, SignedUnits]
     matrix: Any  # OverlapMatrix
     agreement: float
     n_pairs: int
@@ -125,15 +126,15 @@ def signature_robustness(
     >>> y = -nll[[5, 5, 300]].T + 0.3 * rng.normal(size=(16, 3))
     >>> kw = {"k": 10, "criterion": "aic"}
     >>> found = extract_signatures(nll, y, benchmark_names=names, **kw)
-    >>> sigs = {s.benchmark: s.units for s in found}
+    >>> sigs = {s.benchmark: s for s in found}  # units with their directions
     >>> main = signature_overlap(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd)
     >>> variants = signature_robustness(
     ...     list(nll.T), y, names, main=main, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd,
     ...     extract_kwargs=kw, n_model_subsets=1,
     ... )
-    >>> [(v.name, round(v.agreement, 2), v.n_pairs) for v in variants]  # 3 pairs: coarse rho
-    [('screening=preselect', 0.5, 3), ('corpus half 1', 0.5, 3), ('corpus half 2', 1.0, 3),
-     ('models subset 1', -1.0, 3), ('criterion=bic', 1.0, 3), ('criterion=ebic', 1.0, 3)]
+    >>> [(v.name, round(v.agreement, 2), v.n_pairs) for v in variants]  # doctest: +NORMALIZE_WHITESPACE
+    [('screening=preselect', 1.0, 3), ('corpus half 1', 1.0, 3), ('corpus half 2', 1.0, 3),
+     ('models subset 1', 0.5, 3), ('criterion=bic', 1.0, 3), ('criterion=ebic', 1.0, 3)]
     """
     from sigmap_lib.overlap._analysis import agreement
     from sigmap_lib.signatures import MIN_MODELS_CALIBRATED, extract_signatures
@@ -156,7 +157,7 @@ def signature_robustness(
     calibrated = str(main_method).startswith("calibrated")
 
     def add(
-        name: str, desc: str, sigs: dict[str, np.ndarray], models: np.ndarray | None = None
+        name: str, desc: str, sigs: dict[str, SignedUnits], models: np.ndarray | None = None
     ) -> None:
         """Record the variant: its overlap matrix (over ``models`` only, when given) and
         its agreement with ``main``."""
@@ -173,7 +174,7 @@ def signature_robustness(
         offset: int = 0,
         models: np.ndarray | None = None,
         **changes: Any,
-    ) -> dict[str, np.ndarray]:
+    ) -> dict[str, SignedUnits]:
         kw = dict(base) | changes
         meth = str(kw.get("method") or "")
         if meth != "calibrated":
@@ -191,7 +192,8 @@ def signature_robustness(
             # they would be a permutation null of the whole two-stage procedure (P passes)
             kw.pop("n_permutations", None)
         sigs = extract_signatures(values, yy, benchmark_names=list(benchmark_names), **kw)
-        return {s.benchmark: s.units + offset for s in sigs}  # empty ones too: NaN pairs
+        # empty ones too: NaN pairs
+        return {s.benchmark: SignedUnits(s.units + offset, s.orientation) for s in sigs}
 
     all_values = _read_columns(nll_arrays, 0, d)
     # 1. the other statistic
@@ -240,7 +242,8 @@ def _mean_jaccard(a: Mapping[str, Any], b: Mapping[str, Any]) -> float:
     """Mean Jaccard overlap of two signature sets over benchmarks where either is non-empty."""
     vals = []
     for k in a:
-        x, y = set(np.asarray(a[k]).tolist()), set(np.asarray(b.get(k, [])).tolist())
+        x = set(signed_units(a[k]).units.tolist())
+        y = set(signed_units(b.get(k, [])).units.tolist())
         if x or y:
             vals.append(len(x & y) / len(x | y))
     return float(np.mean(vals)) if vals else float("nan")

@@ -195,7 +195,8 @@ def _claims(results: Mapping[str, Mapping[str, Any]]) -> list[str]:
     for level, res in results.items():
         f = res["function"]
         lines.append(
-            f"- {level}: within-function mean {_fmt(f['within_mean'])} vs cross-function {_fmt(f['cross_mean'])}."
+            f"- {level}: within-function mean {_fmt(f['within_mean'])} vs cross-function "
+            f"{_fmt(f['cross_mean'])} (function labels permuted: p = {_fmt(f['within_p'])})."
         )
     return lines
 
@@ -249,6 +250,7 @@ def build_overlap_report(
     """
     import polars as pl
 
+    from sigmap_lib.overlap import signed_units
     from sigmap_lib.reporting._html import Section
     from sigmap_lib.reporting._plots import dendrogram, heatmap, level_distributions
 
@@ -298,7 +300,8 @@ def build_overlap_report(
         spread_df = pl.DataFrame([{k: v for k, v in res["spread"].items()}])
         text = (
             f"Within-function mean **{_fmt(fm['within_mean'])}** ({fm['n_within']} pairs) vs cross-function "
-            f"**{_fmt(fm['cross_mean'])}** ({fm['n_cross']} pairs)."
+            f"**{_fmt(fm['cross_mean'])}** ({fm['n_cross']} pairs); one-sided p = "
+            f"{_fmt(fm['within_p'])} with the function labels permuted among the benchmarks."
         )
         sections.append(
             Section(
@@ -317,6 +320,7 @@ def build_overlap_report(
             "format": {k: v for k, v in res["format"].items() if not isinstance(v, (list, dict))},
             "within_function_mean": fm["within_mean"],
             "cross_function_mean": fm["cross_mean"],
+            "within_function_p": fm["within_p"],
             "spread": res["spread"],
             "cluster_order": list(res["cluster"].order)
             if res["cluster"] is not None
@@ -332,7 +336,9 @@ def build_overlap_report(
                 "agreement (Spearman of off-diagonal)": v.agreement,
                 "pairs": v.n_pairs,
                 "unit overlap with main (Jaccard)": v.extra.get("unit_jaccard"),
-                "empty signatures": sum(1 for u in v.signatures.values() if len(u) == 0),
+                "empty signatures": sum(
+                    1 for u in v.signatures.values() if signed_units(u).units.size == 0
+                ),
             }
             for v in robustness
         ]

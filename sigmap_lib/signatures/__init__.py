@@ -41,6 +41,7 @@ from ._signature import (
     extract_signatures,
     gather_units,
     resolve_method,
+    unit_orientation,
 )
 from ._statistics import (
     STATISTICS,
@@ -105,5 +106,6 @@ __all__ = [
     "thrush_correlation",
     "thrush_from_codes",
     "thrush_max",
+    "unit_orientation",
     "unscreenable_reason",
 ]

@@ -167,6 +167,46 @@ class NullCalibration:
         }
 
 
+def unit_orientation(statistic: Any, coef: Any = None) -> np.ndarray:
+    """The direction of each signature unit: +1 where better-scoring models are less
+    perplexed on it, −1 where they are more perplexed.
+
+    A two-sided signature holds units of both directions; an average over its units that
+    ignored the direction would let them cancel. The direction is the sign of the unit's
+    statistic (calibrated and marginal tests: positive = less perplexed); without one (a
+    forward-selection or Lasso signature fitted without calibration) it is minus the sign
+    of the unit's coefficient on NLL; +1 when neither is known or either is 0.
+
+    Parameters
+    ----------
+    statistic : array-like of float, shape (k,)
+        Signed statistics (NaN where unknown).
+    coef : array-like of float, shape (k,), optional
+        Coefficients of the scores on the units' standardized NLL (NaN where unknown).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (k,)
+        Values in {−1, +1}.
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import unit_orientation
+    >>> unit_orientation([0.8, -0.7, float("nan"), float("nan")], [None, None, 0.4, None]).tolist()
+    [1.0, -1.0, -1.0, 1.0]
+    """
+    stat = np.asarray(statistic, dtype=np.float64).ravel()
+    out = np.sign(stat)
+    if coef is not None:
+        c = np.asarray(coef, dtype=np.float64).ravel()
+        if c.shape != stat.shape:
+            raise SigmapInputError(
+                f"unit_orientation: statistic has {stat.size} values but coef {c.size}"
+            )
+        out = np.where(np.isfinite(out), out, -np.sign(c))
+    return np.where(np.isfinite(out) & (out != 0), out, 1.0)
+
+
 @dataclass
 class Signature:
     """A benchmark's signature and its calibration, whatever the method.
@@ -259,6 +299,26 @@ class Signature:
     def empty(self) -> bool:
         """No unit stands out ("no signature above chance at this m, d and α")."""
         return self.units.size == 0
+
+    @property
+    def statistics(self) -> np.ndarray:
+        """``(k,)`` each unit's calibrated statistic (positive = better-scoring models are
+        less perplexed on it); NaN where the signature has no calibration of the unit."""
+        stat = np.full(self.units.size, np.nan)
+        cal = self.calibration
+        if cal is not None and len(cal.units):
+            pos = {int(u): i for i, u in enumerate(cal.units.tolist())}
+            for i, u in enumerate(self.units.tolist()):
+                if u in pos:
+                    stat[i] = cal.values[pos[u]]
+        return stat
+
+    @property
+    def orientation(self) -> np.ndarray:
+        """``(k,)`` +1 where better-scoring models are less perplexed on the unit, −1 where
+        they are more perplexed (:func:`unit_orientation` of :attr:`statistics` and
+        :attr:`coef`)."""
+        return unit_orientation(self.statistics, self.coef)
 
     def summary(self) -> dict[str, Any]:
         """JSON-friendly summary (NaN written as ``None``).

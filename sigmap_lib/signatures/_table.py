@@ -42,13 +42,12 @@ def signature_table(signature: Any, corpus: Any, *, n_left: int = 20) -> list[di
     """
     cal = signature.calibration
     units = signature.units.tolist()
-    stat = np.full(len(units), np.nan)
+    stat = signature.statistics
     padj = np.full(len(units), np.nan)
     if cal is not None and len(cal.units):
         pos = {int(u): i for i, u in enumerate(cal.units.tolist())}
         for i, u in enumerate(units):
             if u in pos:
-                stat[i] = cal.values[pos[u]]
                 padj[i] = cal.adjusted_p[pos[u]]
     freq = signature.bootstrap_frequency
     rows = []

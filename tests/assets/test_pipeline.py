@@ -28,6 +28,24 @@ def test_graph_end_to_end_on_synthetic_world(project: Project) -> None:
     v = sig["values"]
     assert np.allclose(np.diag(v), 1) and np.allclose(v, v.T, equal_nan=True)
     assert np.nanmin(sig["p_value"]) > 0
+    # each model's signature score: the mean z-scored bits per byte over the signature's
+    # units, each unit oriented by its stored statistic (coefficient where it has none)
+    from sigmap_assets.state import StoredState
+
+    inputs = StoredState.read(project.storage).signature_inputs(project.keys("benchmarks"))
+    nbytes, mean, sd = inputs.corpus.unit_nbytes, inputs.ranks.bpb_mean, inputs.ranks.bpb_sd
+    labels = sig["labels"].tolist()
+    for k, units in inputs.signatures.items():
+        if units.size == 0:
+            continue
+        table = pl.read_parquet(layout.signature_units(k))
+        expected = np.zeros(len(inputs.models))
+        for u, stat, coef in zip(units, table["statistic"], table["coef"]):
+            o = np.sign(stat) if np.isfinite(stat) else -np.sign(coef)
+            for i, arr in enumerate(inputs.nll_arrays):
+                bpb = float(arr[int(u)]) / (nbytes[int(u)] * np.log(2))
+                expected[i] += o * (bpb - mean[i]) / sd[i] / units.size
+        np.testing.assert_allclose(sig["model_scores"][:, labels.index(k)], expected, rtol=1e-5)
 
 
 def test_benchmark_with_constant_scores_is_skipped_not_fatal(project: Project) -> None:

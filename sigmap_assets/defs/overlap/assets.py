@@ -176,8 +176,8 @@ class SignatureOverlapConfig(SigmapConfig):
 def signature_overlap(
     context: dg.AssetExecutionContext, config: SignatureOverlapConfig, storage: SigmapStorage
 ) -> dg.MaterializeResult:
-    """Spearman across models of the mean bits-per-byte z-score over each signature's units,
-    with a permutation-null p-value per pair and bootstrap intervals over models."""
+    """Spearman across models of each signature's mean oriented bits-per-byte z-score, with
+    a permutation-null p-value per pair and bootstrap intervals over models."""
     from sigmap_lib.overlap import signature_level
 
     state = StoredState.read(storage)
@@ -192,7 +192,7 @@ def signature_overlap(
     observed, extras = signature_level(
         inputs.ranks,
         inputs.scores,
-        inputs.signatures,
+        inputs.signed,
         nll_arrays=inputs.nll_arrays,
         unit_nbytes=inputs.corpus.unit_nbytes,
         bpb_mean=inputs.ranks.bpb_mean,

@@ -108,7 +108,7 @@ def robustness_and_alignment(
             bpb_sd=ranks.bpb_sd,
             extract_kwargs=inputs.settings.extract_kwargs() | inputs.options,
             methods=("calibrated", "aic", "lasso"),
-            main_signatures=sigs,
+            main_signatures=inputs.signed,
             corpus_split=corpus_half_split(corpus.unit_doc),
             n_model_subsets=n_model_subsets,
             seed=seed,

@@ -89,6 +89,44 @@ def test_function_matrix_brute_force() -> None:
     assert np.allclose(res["matrix"], res["matrix"].T, equal_nan=True)
 
 
+def _exact_within_p(m: OverlapMatrix, fns: dict[str, str]) -> float:
+    """Every distinct relabelling of the benchmarks, enumerated."""
+    labels = list(m.labels)
+    pairs = [
+        (i, j)
+        for i, j in itertools.combinations(range(len(labels)), 2)
+        if np.isfinite(m.values[i, j])
+    ]
+
+    def diff(lab: tuple[str, ...]) -> float:
+        w = [m.values[i, j] for i, j in pairs if lab[i] == lab[j]]
+        c = [m.values[i, j] for i, j in pairs if lab[i] != lab[j]]
+        return np.mean(w) - np.mean(c)
+
+    obs = diff(tuple(fns[k] for k in labels))
+    null = [diff(p) for p in set(itertools.permutations([fns[k] for k in labels]))]
+    return float(np.mean(np.array(null) >= obs - 1e-12))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_within_function_p_matches_exact_enumeration(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = _random_matrix(7, seed)
+    fns = {f"b{i}": f for i, f in enumerate(["x", "x", "x", "y", "y", "z", "z"])}
+    if seed == 1:  # benchmarks of one function overlap more: a small p
+        for i, j in itertools.combinations(range(7), 2):
+            if fns[f"b{i}"] == fns[f"b{j}"]:
+                m.values[i, j] = m.values[j, i] = 0.95 + 0.04 * rng.random()
+    exact = _exact_within_p(m, fns)
+    got = function_matrix(m, fns, n_perm=20_000, seed=seed)["within_p"]
+    assert got == pytest.approx(exact, abs=4 * np.sqrt(exact * (1 - exact) / 20_000) + 1e-3)
+    if seed == 1:
+        assert got < 0.01
+    assert np.isnan(function_matrix(m, fns, n_perm=0)["within_p"])
+    one = {k: "x" for k in fns}  # no cross-function pair: nothing to test
+    assert np.isnan(function_matrix(m, one)["within_p"])
+
+
 def test_spread_matches_numpy() -> None:
     m = _random_matrix(10, 5)
     v = m.values[np.triu_indices(10, 1)]

@@ -11,14 +11,17 @@ from scipy.stats import kstest, spearmanr
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.overlap import (
     OverlapMatrix,
+    SignedUnits,
     bootstrap_ci,
     performance_overlap,
     semantic_overlap,
     signature_model_scores,
     signature_overlap,
     signature_overlap_null,
+    signed_units,
     spearman_matrix,
 )
+from sigmap_lib.signatures import extract_signatures, unit_orientation
 
 
 def _unit(x: np.ndarray) -> np.ndarray:
@@ -258,6 +261,92 @@ def test_signature_overlap_matches_direct_computation() -> None:
             bpb_mean=mu,
             bpb_sd=sd,
         )
+
+
+def test_oriented_signature_scores_match_a_signed_mean() -> None:
+    _, nll, nbytes, mu, sd = _world(seed=4)
+    rng = np.random.default_rng(4)
+    z = (nll / (nbytes[:, None] * np.log(2)) - mu) / sd
+    sigs = {
+        k: SignedUnits(rng.choice(200, n, replace=False), rng.choice([-1.0, 1.0], n))
+        for k, n in (("x", 6), ("y", 1), ("w", 11))
+    }
+    labels, s = signature_model_scores(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd)
+    for b, k in enumerate(labels):
+        ref = np.array([[o * z[u, i] for u, o in zip(*sigs[k])] for i in range(z.shape[1])])
+        np.testing.assert_allclose(s[:, b], ref.mean(axis=1))
+    # all +1 is the plain mean over the units
+    _, plain = signature_model_scores(
+        {"x": sigs["x"].units}, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd
+    )
+    np.testing.assert_allclose(plain[:, 0], z[sigs["x"].units].mean(0))
+    for bad, match in (
+        (SignedUnits([1, 2], [1.0]), "orientations"),
+        (SignedUnits([1, 2], [1.0, 0.5]), r"\+1 or -1"),
+    ):
+        with pytest.raises(SigmapInputError, match=match):
+            signature_model_scores({"x": bad}, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd)
+
+
+def test_orientation_recovers_the_overlap_of_two_sided_signatures() -> None:
+    """Planted truth: benchmarks a and b both track a skill f; a's signature holds units
+    that f makes easier and units it makes harder (as a data mix does: more of one domain,
+    less of another). The unsigned mean cancels them; the oriented one finds the overlap."""
+    rng = np.random.default_rng(7)
+    m, d = 48, 60
+    f = rng.standard_normal(m)
+    load = np.r_[np.full(20, -1.0), np.full(20, 1.0), np.zeros(20)]  # easier, harder, neither
+    nll = 8.0 + load[:, None] * f[None, :] + 0.5 * rng.standard_normal((d, m))
+    nbytes = np.full(d, 4.0)
+    bpb = nll / (nbytes[:, None] * np.log(2))
+    kw = dict(nll=nll, unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
+    a_units = np.r_[0:8, 20:28]
+    a_sign = np.r_[np.ones(8), -np.ones(8)]
+    b_units = np.arange(8, 16)
+    # the directions a signature's statistic would give: sign of Spearman(−NLL, f)
+    ref = np.sign([spearmanr(-nll[u], f).statistic for u in a_units])
+    np.testing.assert_array_equal(ref, a_sign)
+    signed = signature_overlap({"a": SignedUnits(a_units, a_sign), "b": b_units}, **kw).get(
+        "a", "b"
+    )
+    unsigned = signature_overlap({"a": a_units, "b": b_units}, **kw).get("a", "b")
+    assert signed > 0.8
+    assert abs(unsigned) < signed - 0.5
+
+
+def test_signature_orientation_comes_from_its_statistics() -> None:
+    rng = np.random.default_rng(3)
+    m, d = 40, 300
+    y = rng.standard_normal(m)
+    values = rng.standard_normal((d, m))
+    values[5] = -y + 0.1 * rng.standard_normal(m)  # better models less perplexed
+    values[9] = y + 0.1 * rng.standard_normal(m)  # better models more perplexed
+    [sig] = extract_signatures(values, y, method="calibrated-marginal", n_permutations=99)
+    assert set(sig.units.tolist()) >= {5, 9}
+    ref = np.sign([spearmanr(-values[u], y).statistic for u in sig.units])
+    np.testing.assert_array_equal(sig.orientation, ref)
+    np.testing.assert_array_equal(signed_units(sig).orientation, ref)
+
+
+def test_unit_orientation_against_a_loop() -> None:
+    rng = np.random.default_rng(0)
+    stat = rng.standard_normal(200)
+    coef = rng.standard_normal(200)
+    stat[rng.random(200) < 0.4] = np.nan
+    coef[rng.random(200) < 0.3] = np.nan
+    stat[:3], coef[3] = 0.0, 0.0
+    ref = []
+    for s_, c in zip(stat, coef):
+        if np.isfinite(s_) and s_ != 0:
+            ref.append(np.sign(s_))
+        elif np.isfinite(c) and c != 0:
+            ref.append(-np.sign(c))
+        else:
+            ref.append(1.0)
+    np.testing.assert_array_equal(unit_orientation(stat, coef), ref)
+    np.testing.assert_array_equal(unit_orientation(stat), np.where(stat < 0, -1.0, 1.0))
+    with pytest.raises(SigmapInputError, match="coef"):
+        unit_orientation(stat, coef[:5])
 
 
 def _top_k_extract(nll: np.ndarray, k: int = 5):

@@ -76,7 +76,7 @@ def test_variants_recompute_the_matrix_and_agreement_is_spearman(data) -> None:
         assert v.n_pairs == len(a)
     half2 = next(v for v in variants if v.name == "corpus half 2")
     assert all(
-        u.min() >= 1000 for u in half2.signatures.values()
+        s.units.min() >= 1000 for s in half2.signatures.values()
     )  # global unit ids of the second half
 
 
