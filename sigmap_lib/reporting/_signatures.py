@@ -44,7 +44,8 @@ def null_threshold_plot(
     ax.set_ylabel("permutations")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7)
-    return save_png(fig, path)
+    fig.subplots_adjust(left=0.12, bottom=0.16, right=0.97, top=0.9)
+    return save_png(fig, path, tight=False)  # the margins above fit the labels and title
 
 
 def _finite(v: Any) -> float | None:
@@ -220,6 +221,7 @@ def signature_sections(
     plots_dir: str | Path,
     *,
     max_units: int = 12,
+    drawn: Mapping[str, str | Path] | None = None,
 ) -> list[Section]:
     """One report section with every benchmark's signature and its calibration.
 
@@ -233,6 +235,10 @@ def signature_sections(
         Where the null-vs-threshold plots go.
     max_units : int
         Units shown per benchmark.
+    drawn : mapping, optional
+        Benchmark -> a null-vs-threshold plot (:func:`null_threshold_plot`) already drawn
+        from the same summary, shown as it is when the file exists; the others are drawn
+        into ``plots_dir``.
 
     Examples
     --------
@@ -267,7 +273,12 @@ def signature_sections(
             cap = f"{bm}: signature units in context ({row['method']}, {n} units"
             cap += f", LOO R² {loo:.3g})" if loo is not None else ", LOO R² not computed)"
             tables.append((cap, shown))
-        if cal.get("null_max") and cal.get("threshold") is not None:
+        if not cal.get("null_max") or cal.get("threshold") is None:
+            continue
+        done = (drawn or {}).get(bm)
+        if done is not None and Path(done).is_file():
+            images.append((bm, Path(done)))
+        else:
             png = null_threshold_plot(
                 [v for v in cal["null_max"] if v is not None],
                 float(cal["threshold"]),

@@ -85,11 +85,15 @@ def robustness_and_alignment(
     alignment: bool,
     n_model_subsets: int,
     seed: int,
+    max_questions: int = 0,
 ) -> tuple[list, Any]:
     """The signature level recomputed under the paper's variants, and the alignment of
-    each signature's units in context with its benchmark's questions."""
+    each signature's units in context with its benchmark's questions: the semantic level's
+    seeded sample of at most ``max_questions`` of them (0: all), whose embeddings that
+    level has cached."""
     from sigmap_lib.overlap import (
         corpus_half_split,
+        sample_questions,
         signature_content_alignment,
         signature_robustness,
         unit_contexts,
@@ -115,6 +119,8 @@ def robustness_and_alignment(
         )
     if alignment and sigs:
         questions = state.question_texts(list(sigs))
+        if max_questions > 0:
+            questions = sample_questions(questions, max_questions, seed=0)  # the semantic level's
         contexts = {k: v for k, v in unit_contexts(corpus, sigs).items() if k in questions}
         if contexts:
             function = {r["key"]: r["function"] for r in state.catalog.to_dicts()}
@@ -149,12 +155,18 @@ def build_report(
 
     layout, catalog, keys = state.layout, state.catalog.to_dicts(), state.benchmark_keys
     meta = {r["key"]: {k: r[k] for k in ("family", "format", "function")} for r in catalog}
-    robustness, alignment = robustness_and_alignment(state, inputs, levels, **options)
+    from sigmap_lib.worlds import read_semantic_settings
+
+    semantic = read_semantic_settings(world.settings().get("semantic") or {})
+    robustness, alignment = robustness_and_alignment(
+        state, inputs, levels, max_questions=semantic, **options
+    )
     sigs, corpus = inputs.signatures, inputs.corpus
     sig_sections = signature_sections(
         {k: state.stored_signature(k) for k in sigs},
         {k: state.stored_signature_rows(k) for k in sigs},
         layout.plots_dir(),
+        drawn={k: layout.signature_null_plot(k) for k in sigs},  # by the signatures step
     )
     extra, truth_summary = truth_sections(
         world.root(),

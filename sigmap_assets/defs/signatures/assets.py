@@ -398,7 +398,7 @@ def signatures(
     y = y_all[:, [requested.index(k) for k in keys]]
     stored = extract_and_store(state, config, keys, screened[keys[0]], y, strata, opened)
     rows = [r for r, *_ in stored]
-    plots = [p for _, _, p, _ in stored if p is not None]
+    plots = [p for _, _, p, _ in stored if p is not None][:12]  # the UI shows the first 12
     for key, (*_, table) in zip(keys, stored):
         context.add_asset_metadata(table, partition_key=key)
     return dg.MaterializeResult(
@@ -421,7 +421,7 @@ def extract_and_store(
     state: StoredState, config: SignatureConfig, keys, screen: dict, y, strata, opened
 ) -> list[tuple]:
     """Extract the signatures of ``keys`` (settings from their ``screen`` and ``config``),
-    write each one (units in context, summary) and the first 12 null plots; per benchmark
+    write each one (units in context, summary, null plot); per benchmark
     its UI row, markdown, plot (or None) and table metadata."""
     from sigmap_lib.reporting import null_threshold_plot
     from sigmap_lib.signatures import SignatureSettings, extract_signatures, signature_table
@@ -463,7 +463,7 @@ def extract_and_store(
             **extras,
         }
         cal, png = sig.calibration, None
-        if cal is not None and cal.null_max.size and sum(p is not None for _, _, p, _ in out) < 12:
+        if cal is not None and cal.null_max.size:  # the report shows this file as it is
             png = null_threshold_plot(
                 cal.null_max,
                 cal.threshold,

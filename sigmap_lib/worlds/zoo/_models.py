@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Executor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -245,26 +248,60 @@ def default_workers() -> int:
     return max(1, min(4, os.cpu_count() or 1))
 
 
+def _warm_up() -> None:
+    """A worker's imports before its first job: torch, transformers' two model classes and
+    the zoo's training and loading code (several seconds of a fresh process)."""
+    import torch  # noqa: F401
+    from transformers import GPT2LMHeadModel, LlamaForCausalLM  # noqa: F401
+
+    from sigmap_lib.nll import load_model  # noqa: F401
+    from sigmap_lib.worlds._tiny import train_causal_lm  # noqa: F401
+
+
+def _ready() -> None:
+    return None
+
+
+@contextmanager
+def worker_pool(workers: int) -> Iterator[Executor | None]:
+    """A spawn-context pool of ``workers`` processes for :func:`run_jobs`, started at once:
+    each worker does its imports (:func:`_warm_up`) while the caller prepares the jobs.
+    None when ``workers <= 1`` (the jobs run in this process). A script using it at import
+    time needs an ``if __name__ == "__main__"`` guard, as always with spawn."""
+    if workers <= 1:
+        yield None
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = mp.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_warm_up) as ex:
+        for _ in range(workers):  # one submission starts one more worker
+            ex.submit(_ready)
+        yield ex
+
+
 def run_jobs(
     fn: Callable[..., Any],
     jobs: Sequence[tuple[Any, tuple[Any, ...]]],
     workers: int,
     on_done: Callable[[Any, Any], None],
+    *,
+    pool: Executor | None = None,
 ) -> None:
     """Run ``fn(*args)`` for every ``(tag, args)``; ``on_done(tag, result)`` as each ends.
 
-    In this process when ``workers == 1`` (or one job), else in a spawn-context process
-    pool (a script calling this at import time needs an ``if __name__ == "__main__"``
-    guard, as always with spawn).
+    On ``pool`` (:func:`worker_pool`) when given; else in this process when
+    ``workers == 1`` (or one job), else in a new :func:`worker_pool`.
     """
-    if workers <= 1 or len(jobs) <= 1:
+    if pool is None and (workers <= 1 or len(jobs) <= 1):
         for tag, args in jobs:
             on_done(tag, fn(*args))
         return
-    import multiprocessing as mp
-    from concurrent.futures import ProcessPoolExecutor, as_completed
+    from concurrent.futures import as_completed
 
-    with ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("spawn")) as ex:
+    with contextlib.nullcontext(pool) if pool is not None else worker_pool(workers) as ex:
+        assert ex is not None
         futs = {ex.submit(fn, *args): tag for tag, args in jobs}
         for fut in as_completed(futs):
             on_done(futs[fut], fut.result())
@@ -505,6 +542,7 @@ def train_zoo_models(
     threads: int | None = None,
     progress: Progress | None = None,
     n_checkpoints: int = 0,
+    pool: Executor | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Stage 3: train (or reuse) every zoo model; each saved under ``out_dir/<name>``.
 
@@ -524,6 +562,8 @@ def train_zoo_models(
     n_checkpoints : int
         Intermediate checkpoints saved per run (:func:`checkpoint_steps`), each in
         ``<name>/checkpoints/step<s>``; the steps of ``spec.early`` are saved there too.
+    pool : Executor, optional
+        A started :func:`worker_pool` to train on (default: a new one when needed).
 
     Returns
     -------
@@ -620,6 +660,7 @@ def train_zoo_models(
         ],
         workers,
         lambda tag, meta: _finish(tag[0], tag[1], meta),
+        pool=pool,
     )
     return {s.name: results[s.name] for s in specs}
 

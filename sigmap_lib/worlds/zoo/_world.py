@@ -22,13 +22,15 @@ report them separately:
    (``zoo/<name>-step<s>``) and its final weights, so the 32 models differ first by
    general quality (training budget), as real LLMs do, and then by skills (data mix)
    and architecture / tokenizer. Cached per run by a spec hash. Each run also saves
-   intermediate checkpoints (default 6, evenly spaced, plus its three early registry
+   intermediate checkpoints (default 5, evenly spaced, plus its three early registry
    models; quick: 19, every 5 % of its steps).
 4. :func:`evaluate_zoo_benchmarks` — the 16 benchmarks of :func:`build_zoo_benchmarks`
    (100 items each), scored by loglikelihood, item by item (cached per model), for the
-   registry models and the other checkpoints. Those checkpoints are extra real
-   respondents for item-level methods (metabench needs >= 50 per benchmark; 80 in
-   all): their rows follow the registry models' in ``responses/<b>.parquet``
+   registry models and the other checkpoints. :func:`build_zoo_world` starts one pool of
+   worker processes for stages 3 and 4, before stage 1, so the workers' imports overlap
+   the text building and the evaluation starts on warm workers. Those checkpoints are
+   extra real respondents for item-level methods (metabench needs >= 50 per benchmark;
+   72 in all): their rows follow the registry models' in ``responses/<b>.parquet``
    (``zoo/<name>@step<s>``) and ``truth.json`` lists them; they are not registry models
    (not in ``models.yaml`` / ``scores.csv``). ``settings.yaml`` holds metabench
    settings suited to this small world (:func:`metabench_settings`), the semantic
@@ -40,12 +42,14 @@ training is deterministic on a given machine and thread count.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
 import time
 from collections.abc import Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +82,7 @@ from sigmap_lib.worlds.zoo._models import (
     sha_of,
     train_tokenizers,
     train_zoo_models,
+    worker_pool,
 )
 from sigmap_lib.worlds.zoo._text import DOMAINS, ZooTexts
 
@@ -149,6 +154,10 @@ def _cached_eval(
     return None
 
 
+#: Requests per batch when a respondent answers the benchmarks (64 measured fastest on
+#: the zoo's models on one CPU thread).
+EVAL_BATCH_SIZE = 64
+
 #: This process's token ids of the benchmark requests, per (tokenizer file, items) hash:
 #: every respondent with the same tokenizer shares them.
 _ENCODED: dict[str, list[tuple[list[int], list[int]]]] = {}
@@ -198,14 +207,25 @@ def _evaluate_one(
     return got
 
 
+def _items_key(benchmarks: Sequence[ZooBenchmark]) -> str:
+    """The cache key of the benchmarks' items (with :data:`ZOO_VERSION`)."""
+    return sha_of(
+        [
+            ZOO_VERSION,
+            [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks],
+        ]
+    )
+
+
 def evaluate_zoo_benchmarks(
     benchmarks: Sequence[ZooBenchmark],
     models: dict[str, dict[str, Any]],
     *,
     workers: int | None = None,
     threads: int | None = None,
-    batch_size: int = 64,
+    batch_size: int = EVAL_BATCH_SIZE,
     progress: Progress | None = None,
+    pool: Executor | None = None,
 ) -> dict[str, np.ndarray]:
     """Stage 4: item-level responses of every model on every benchmark.
 
@@ -220,6 +240,8 @@ def evaluate_zoo_benchmarks(
     workers, threads : int, optional
         Parallel processes and torch threads each (defaults as in
         :func:`train_zoo_models`).
+    pool : Executor, optional
+        A started :func:`worker_pool` to score on (default: a new one when needed).
 
     Returns
     -------
@@ -230,12 +252,7 @@ def evaluate_zoo_benchmarks(
     cpu = os.cpu_count() or 1
     workers = max(1, workers or default_workers())
     threads = threads or max(1, cpu // workers)
-    items_key = sha_of(
-        [
-            ZOO_VERSION,
-            [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks],
-        ]
-    )
+    items_key = _items_key(benchmarks)
     got: dict[str, dict[str, np.ndarray]] = {}
     jobs = []
     for name, meta in models.items():
@@ -254,7 +271,7 @@ def evaluate_zoo_benchmarks(
         mean = np.mean([r.mean() for r in res.values()])
         progress("evaluate", len(got), len(models), f"{name}: mean item score {mean:.3f}")
 
-    run_jobs(_evaluate_one, jobs, workers, _done)
+    run_jobs(_evaluate_one, jobs, workers, _done, pool=pool)
     return {b.name: np.stack([got[n][b.name] for n in models]).astype(np.int8) for b in benchmarks}
 
 
@@ -599,11 +616,11 @@ def registry_members(
 def metabench_settings(n_items: int) -> dict[str, Any]:
     """Recommended metabench settings for a zoo world (``settings.yaml``).
 
-    The zoo has 80 respondents (32 registry models + 48 checkpoints) and 100 items per
+    The zoo has 72 respondents (32 registry models + 40 checkpoints) and 100 items per
     benchmark, far fewer than metabench's defaults assume (thousands of models, hundreds
     of items). The binding constraint is the joint fit: >= 50 training models after
     every benchmark's outliers (its lowest scorers, ties included) are dropped, so the
-    test split is kept at 10 % (~8 models); a 6-df GAM needs only 24 training points, a
+    test split is kept at 10 % (~7 models); a 6-df GAM needs only 24 training points, a
     40-point θ grid (at most the item count) suits ~100 items, 100 pool subsets suffice
     (benchmarks have fewer items than the pool size, so none are drawn), items need
     sd > 0.2 (>= ~5 % correct or wrong: with the default 0.01 an item answered right by
@@ -611,13 +628,13 @@ def metabench_settings(n_items: int) -> dict[str, Any]:
     which the IRT fit rejects), and the per-item penalty is scaled up as for the
     synthetic world (λ = 0.005 would keep almost every item of a short benchmark). The
     selection searches the IRT model and θ method that cross-validated best on the pool
-    (``top_k`` 1) at 4 information thresholds on both grid types: 8 candidate item sets
+    (``top_k`` 1) at 3 information thresholds on both grid types: 6 candidate item sets
     per benchmark instead of 20.
     """
     return {
         "metabench": {
             "top_k": 1,
-            "n_tau": 4,
+            "n_tau": 3,
             "lam": 0.05,
             "n_quant": min(40, n_items),
             "gam_df": 6,
@@ -688,9 +705,9 @@ def build_zoo_world(
     n_items : int, optional
         Items per benchmark (default 100; quick 24).
     n_checkpoints : int, optional
-        Intermediate checkpoints per run besides its early registry models (default 6,
-        after 1/7, 2/7, ... of the steps, none of them an early model's, so the 8 runs
-        give 32 registry models + 48 checkpoints = 80 respondents: metabench's joint fit
+        Intermediate checkpoints per run besides its early registry models (default 5,
+        after 1/6, 2/6, ... of the steps, none of them an early model's, so the 8 runs
+        give 32 registry models + 40 checkpoints = 72 respondents: metabench's joint fit
         needs >= 50 training models once the common test set (10 %) and each
         benchmark's outliers are set aside; quick: 19, every 5 %, one of them each early
         model's, so the 3 runs give 12 + 48 = 60). Each answers every item like the
@@ -734,65 +751,76 @@ def build_zoo_world(
         n_models = len(QUICK_MODELS)
     timings: dict[str, float] = {}
 
-    t = time.perf_counter()
-    progress("texts", 0, 1, "collecting and generating text")
-    texts = build_texts(seed=seed, quick=quick)
-    timings["texts"] = time.perf_counter() - t
-    progress(
-        "texts", 1, 1, f"{sum(len(v) for v in texts.docs['corpus'].values())} corpus documents"
-    )
-
-    t = time.perf_counter()
-    progress("tokenizers", 0, 1, "training tokenizers")
-    toks = train_tokenizers(
-        texts, root / "tokenizers", chars_per_domain=60_000 if quick else 300_000
-    )
-    timings["tokenizers"] = time.perf_counter() - t
-    progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
-
-    if n_checkpoints is None:
-        n_checkpoints = 19 if quick else 6
-    t = time.perf_counter()
     specs = model_specs(n_models, quick=quick, seed=seed)
-    models = train_zoo_models(
-        texts,
-        toks,
-        specs,
-        root / "models",
-        workers=workers,
-        progress=progress,
-        n_checkpoints=n_checkpoints,
-    )
-    timings["train_models"] = time.perf_counter() - t
-    members = registry_members(specs, models)
-    checkpoints = [
-        {
-            "id": checkpoint_id(s, step),
-            "model": s.model_id,
-            "name": s.name,
-            "step": step,
-            "steps": s.steps,
-            "tokens_seen": step * s.batch_size * s.seq_len,
-            **models[s.name]["checkpoints"][step],
-        }
-        for s in specs
-        for step in sorted(models[s.name]["checkpoints"])
-        if step not in s.early
-    ]
+    workers = max(1, workers or default_workers())
+    threads = max(1, (os.cpu_count() or 1) // workers)
+    # a build that will train starts its workers now: their imports overlap the texts
+    untrained = any(not (root / "models" / s.name / "zoo_spec.json").exists() for s in specs)
+    with worker_pool(workers) if untrained else contextlib.nullcontext() as pool:
+        t = time.perf_counter()
+        progress("texts", 0, 1, "collecting and generating text")
+        texts = build_texts(seed=seed, quick=quick)
+        timings["texts"] = time.perf_counter() - t
+        progress(
+            "texts", 1, 1, f"{sum(len(v) for v in texts.docs['corpus'].values())} corpus documents"
+        )
 
-    t = time.perf_counter()
-    progress("benchmarks", 0, 1, "building benchmark items")
-    benchmarks = build_zoo_benchmarks(texts, n_items=n_items or (24 if quick else 100), seed=seed)
-    timings["benchmarks"] = time.perf_counter() - t
-    progress("benchmarks", 1, 1, f"{len(benchmarks)} benchmarks")
+        t = time.perf_counter()
+        progress("tokenizers", 0, 1, "training tokenizers")
+        toks = train_tokenizers(
+            texts, root / "tokenizers", chars_per_domain=60_000 if quick else 300_000
+        )
+        timings["tokenizers"] = time.perf_counter() - t
+        progress("tokenizers", 1, 1, ", ".join(p.name for p in toks.values()))
 
-    t = time.perf_counter()
-    respondents = {**{mb["id"]: mb for mb in members}, **{c["id"]: c for c in checkpoints}}
-    both = evaluate_zoo_benchmarks(benchmarks, respondents, workers=workers, progress=progress)
-    n = len(members)
-    responses = {b: r[:n] for b, r in both.items()}
-    ckpt_responses = {b: r[n:] for b, r in both.items()}
-    timings["evaluate"] = time.perf_counter() - t
+        t = time.perf_counter()
+        progress("benchmarks", 0, 1, "building benchmark items")
+        benchmarks = build_zoo_benchmarks(
+            texts, n_items=n_items or (24 if quick else 100), seed=seed
+        )
+        timings["benchmarks"] = time.perf_counter() - t
+        progress("benchmarks", 1, 1, f"{len(benchmarks)} benchmarks")
+
+        if n_checkpoints is None:
+            n_checkpoints = 19 if quick else 5
+        t = time.perf_counter()
+        models = train_zoo_models(
+            texts,
+            toks,
+            specs,
+            root / "models",
+            workers=workers,
+            threads=threads,
+            progress=progress,
+            n_checkpoints=n_checkpoints,
+            pool=pool,
+        )
+        timings["train_models"] = time.perf_counter() - t
+        members = registry_members(specs, models)
+        checkpoints = [
+            {
+                "id": checkpoint_id(s, step),
+                "model": s.model_id,
+                "name": s.name,
+                "step": step,
+                "steps": s.steps,
+                "tokens_seen": step * s.batch_size * s.seq_len,
+                **models[s.name]["checkpoints"][step],
+            }
+            for s in specs
+            for step in sorted(models[s.name]["checkpoints"])
+            if step not in s.early
+        ]
+
+        t = time.perf_counter()
+        respondents = {**{mb["id"]: mb for mb in members}, **{c["id"]: c for c in checkpoints}}
+        both = evaluate_zoo_benchmarks(
+            benchmarks, respondents, workers=workers, threads=threads, progress=progress, pool=pool
+        )
+        n = len(members)
+        responses = {b: r[:n] for b, r in both.items()}
+        ckpt_responses = {b: r[n:] for b, r in both.items()}
+        timings["evaluate"] = time.perf_counter() - t
 
     t = time.perf_counter()
     progress("write", 0, 1, f"writing {root}")

@@ -47,3 +47,17 @@ def test_strata_and_fwer_all_are_stated() -> None:
 def test_nothing_to_say_without_a_partial_test() -> None:
     assert detection_text(_summaries(method="calibrated-marginal")) == ""
     assert detection_text({"b": {"method": "aic", "calibration": None}}) == ""
+
+
+def test_null_plots_drawn_by_the_signatures_step_are_reused(tmp_path) -> None:
+    """A plot already drawn for a benchmark is shown as it is; the others are drawn."""
+    summ = _summaries()
+    earlier = tmp_path / "earlier.png"
+    earlier.write_bytes(b"\x89PNG drawn by the signatures step")
+    out = tmp_path / "plots"
+    drawn = {"b0": earlier, "b1": tmp_path / "missing.png"}
+    [sec] = signature_sections(summ, {k: [] for k in summ}, out, drawn=drawn)
+    images = dict(sec.images)
+    assert images["b0"] == earlier and earlier.read_bytes().endswith(b"signatures step")
+    assert images["b1"] == out / "signature_null_b1.png" and images["b1"].is_file()
+    assert sorted(p.name for p in out.iterdir()) == ["signature_null_b1.png"]

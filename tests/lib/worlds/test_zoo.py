@@ -423,6 +423,23 @@ def test_rebuild_reuses_models_and_is_deterministic(quick_world) -> None:
         )
     items = {p.name: pl.read_parquet(p) for p in (world.root / "items").glob("*.parquet")}
     assert len(items) == 16
+    # a dropped evaluation cache (a final model's, a checkpoint's) is scored again, on the
+    # rebuild's pool of workers, and the responses equal those of the first build
+    dropped = [
+        next(p for p in evals if "checkpoints" not in p.parts),
+        next(p for p in evals if "checkpoints" in p.parts),
+    ]
+    for p in dropped:
+        p.unlink()
+    third = build_zoo_world(world.root, quick=True, seed=0)
+    assert all(p.exists() for p in dropped) and third.trained == []
+    kept = [(p, m) for p, m in zip(evals, mtimes[len(weights) :]) if p not in dropped]
+    assert [p.stat().st_mtime_ns for p, _ in kept] == [m for _, m in kept]  # not redone
+    for name in world.benchmarks:
+        np.testing.assert_array_equal(third.responses[name], world.responses[name])
+        np.testing.assert_array_equal(
+            third.checkpoint_responses[name], world.checkpoint_responses[name]
+        )
 
 
 # --------------------------------------------------------------- checkpoints
