@@ -148,6 +148,14 @@ class WorldResource(SigmapResource):
         project = str(read_project_config(self.storage.root).get("strata") or "")
         return project or read_signature_settings(self.settings().get("signatures") or {})
 
+    def semantic_questions(self) -> int:
+        """Questions per benchmark the semantic level embeds when its run config does not
+        say (0: all): the world's ``settings.yaml`` → ``semantic: max_questions``; the
+        report's signature–content alignment uses the same sample."""
+        from sigmap_lib.worlds import read_semantic_settings
+
+        return read_semantic_settings(self.settings().get("semantic") or {})
+
     def settings(self) -> dict[str, Any]:
         """The world's recommended asset settings (``settings.yaml``; may be absent)."""
         path = self.file("settings.yaml")

@@ -129,7 +129,6 @@ def semantic_overlap(
     Each distinct question is embedded once and cached in storage by content hash."""
     from sigmap_lib.overlap import embed_texts, load_encoder, sample_questions
     from sigmap_lib.overlap import semantic_overlap as sem
-    from sigmap_lib.worlds import read_semantic_settings
 
     state = StoredState.read(storage)
     questions = state.question_texts(state.benchmark_keys)
@@ -143,7 +142,7 @@ def semantic_overlap(
         )
     cap = config.max_questions
     if cap is None:
-        cap = read_semantic_settings(world.settings().get("semantic") or {})
+        cap = world.semantic_questions()
     if cap > 0:
         questions = sample_questions(questions, cap, seed=config.seed)
     encoder = load_encoder(config.encoder_path or None)

@@ -155,11 +155,8 @@ def build_report(
 
     layout, catalog, keys = state.layout, state.catalog.to_dicts(), state.benchmark_keys
     meta = {r["key"]: {k: r[k] for k in ("family", "format", "function")} for r in catalog}
-    from sigmap_lib.worlds import read_semantic_settings
-
-    semantic = read_semantic_settings(world.settings().get("semantic") or {})
     robustness, alignment = robustness_and_alignment(
-        state, inputs, levels, max_questions=semantic, **options
+        state, inputs, levels, max_questions=world.semantic_questions(), **options
     )
     sigs, corpus = inputs.signatures, inputs.corpus
     sig_sections = signature_sections(

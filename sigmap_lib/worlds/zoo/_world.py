@@ -154,10 +154,6 @@ def _cached_eval(
     return None
 
 
-#: Requests per batch when a respondent answers the benchmarks (64 measured fastest on
-#: the zoo's models on one CPU thread).
-EVAL_BATCH_SIZE = 64
-
 #: This process's token ids of the benchmark requests, per (tokenizer file, items) hash:
 #: every respondent with the same tokenizer shares them.
 _ENCODED: dict[str, list[tuple[list[int], list[int]]]] = {}
@@ -207,23 +203,13 @@ def _evaluate_one(
     return got
 
 
-def _items_key(benchmarks: Sequence[ZooBenchmark]) -> str:
-    """The cache key of the benchmarks' items (with :data:`ZOO_VERSION`)."""
-    return sha_of(
-        [
-            ZOO_VERSION,
-            [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks],
-        ]
-    )
-
-
 def evaluate_zoo_benchmarks(
     benchmarks: Sequence[ZooBenchmark],
     models: dict[str, dict[str, Any]],
     *,
     workers: int | None = None,
     threads: int | None = None,
-    batch_size: int = EVAL_BATCH_SIZE,
+    batch_size: int = 64,
     progress: Progress | None = None,
     pool: Executor | None = None,
 ) -> dict[str, np.ndarray]:
@@ -252,7 +238,12 @@ def evaluate_zoo_benchmarks(
     cpu = os.cpu_count() or 1
     workers = max(1, workers or default_workers())
     threads = threads or max(1, cpu // workers)
-    items_key = _items_key(benchmarks)
+    items_key = sha_of(
+        [
+            ZOO_VERSION,
+            [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks],
+        ]
+    )
     got: dict[str, dict[str, np.ndarray]] = {}
     jobs = []
     for name, meta in models.items():
@@ -753,7 +744,6 @@ def build_zoo_world(
 
     specs = model_specs(n_models, quick=quick, seed=seed)
     workers = max(1, workers or default_workers())
-    threads = max(1, (os.cpu_count() or 1) // workers)
     # a build that will train starts its workers now: their imports overlap the texts
     untrained = any(not (root / "models" / s.name / "zoo_spec.json").exists() for s in specs)
     with worker_pool(workers) if untrained else contextlib.nullcontext() as pool:
@@ -790,7 +780,6 @@ def build_zoo_world(
             specs,
             root / "models",
             workers=workers,
-            threads=threads,
             progress=progress,
             n_checkpoints=n_checkpoints,
             pool=pool,
@@ -815,7 +804,7 @@ def build_zoo_world(
         t = time.perf_counter()
         respondents = {**{mb["id"]: mb for mb in members}, **{c["id"]: c for c in checkpoints}}
         both = evaluate_zoo_benchmarks(
-            benchmarks, respondents, workers=workers, threads=threads, progress=progress, pool=pool
+            benchmarks, respondents, workers=workers, progress=progress, pool=pool
         )
         n = len(members)
         responses = {b: r[:n] for b, r in both.items()}
