@@ -59,7 +59,10 @@ import numpy as np
 from sigmap_lib._util._atomic import atomic_file, atomic_write_text
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds.zoo._bench import (
+    RequestBatches,
     ZooBenchmark,
+    _max_length,
+    batch_requests,
     benchmark_requests,
     build_zoo_benchmarks,
     encode_requests,
@@ -154,23 +157,33 @@ def _cached_eval(
     return None
 
 
-#: This process's token ids of the benchmark requests, per (tokenizer file, items) hash:
-#: every respondent with the same tokenizer shares them.
-_ENCODED: dict[str, list[tuple[list[int], list[int]]]] = {}
+#: This process's batched benchmark requests, per (tokenizer file, items, batch size,
+#: context length) hash: every respondent with the same tokenizer shares them.
+_BATCHES: dict[str, RequestBatches] = {}
 
 
-def _encoded_requests(
-    folder: str, tokenizer: Any, benchmarks: Sequence[ZooBenchmark], items_key: str
-) -> list[tuple[list[int], list[int]]]:
-    """:func:`encode_requests` of the benchmarks' requests with the tokenizer saved in
-    ``folder``, computed once per process and tokenizer."""
+def _request_batches(
+    folder: str,
+    model: Any,
+    tokenizer: Any,
+    benchmarks: Sequence[ZooBenchmark],
+    items_key: str,
+    batch_size: int,
+) -> RequestBatches:
+    """:func:`batch_requests` of the benchmarks' requests encoded with the tokenizer saved
+    in ``folder``, computed once per process and tokenizer."""
     tok_hash = hashlib.sha256((Path(folder) / "tokenizer.json").read_bytes()).hexdigest()
-    key = sha_of([tok_hash, items_key])
-    if key not in _ENCODED:
-        if len(_ENCODED) >= 4:  # a world has two tokenizers; never grow without bound
-            _ENCODED.clear()
-        _ENCODED[key] = encode_requests(tokenizer, benchmark_requests(benchmarks))
-    return _ENCODED[key]
+    max_length = _max_length(model)
+    key = sha_of([tok_hash, items_key, batch_size, max_length])
+    if key not in _BATCHES:
+        if len(_BATCHES) >= 4:  # a world has two tokenizers; never grow without bound
+            _BATCHES.clear()
+        encoded = encode_requests(tokenizer, benchmark_requests(benchmarks))
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        _BATCHES[key] = batch_requests(
+            encoded, pad_id=pad, max_length=max_length, batch_size=batch_size
+        )
+    return _BATCHES[key]
 
 
 def _evaluate_one(
@@ -194,8 +207,8 @@ def _evaluate_one(
     torch.set_num_threads(max(1, threads))
     try:
         model, tok = load_model(folder, device="cpu", dtype="float32")
-        encoded = _encoded_requests(folder, tok, benchmarks, items_key)
-        got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size, encoded=encoded)
+        batches = _request_batches(folder, model, tok, benchmarks, items_key, batch_size)
+        got = score_benchmarks(model, tok, benchmarks, batch_size=batch_size, batches=batches)
     finally:
         torch.set_num_threads(old)
     with atomic_file(cache, suffix=".tmp.npz") as tmp:

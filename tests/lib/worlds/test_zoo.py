@@ -18,7 +18,9 @@ from sigmap_lib.worlds.zoo import (
     SPLITS,
     ZooBenchmark,
     ZooItem,
+    batch_requests,
     build_zoo_benchmarks,
+    encode_requests,
     loglikelihoods,
     score_benchmarks,
 )
@@ -260,6 +262,26 @@ def test_loglikelihoods_match_plain_forward_passes(tiny_models: list[Path]) -> N
         # trailing whitespace of a context moves into the continuation (lm-eval rule)
         ll2, _ = loglikelihoods(model, tok, [("the cat sat on the ", "mat")])
         assert ll2[0] == pytest.approx(ll[0], abs=1e-4)
+
+
+def test_shared_request_batches_give_the_same_loglikelihoods(tiny_models: list[Path]) -> None:
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.nll import load_model
+
+    requests = [("the cat sat on the", c) for c in (" mat", " dog and the bird", " hat")]
+    requests += [("a", " b"), ("x = 1\ny = 2\nz =", " 3")]
+    model, tok = load_model(tiny_models[0], device="cpu", dtype="float32")
+    encoded = encode_requests(tok, requests)
+    n_pos = model.config.n_positions
+    plan = batch_requests(encoded, pad_id=0, max_length=n_pos, batch_size=2)
+    assert sorted(int(r) for b in plan.batches for r in b.rows) == list(range(len(requests)))
+    assert all(len(b.rows) <= 2 or len(b.ids) == 1 for b in plan.batches)
+    ll, greedy = loglikelihoods(model, tok, requests, batch_size=2)
+    ll2, greedy2 = loglikelihoods(model, tok, requests, batches=plan)
+    np.testing.assert_allclose(ll2, ll, rtol=0, atol=1e-5)
+    assert greedy2.tolist() == greedy.tolist()
+    with pytest.raises(SigmapInputError, match="batches of 5 requests"):
+        loglikelihoods(model, tok, requests[:4], batches=plan)
 
 
 def test_score_benchmarks_applies_each_metric(tiny_models: list[Path]) -> None:
