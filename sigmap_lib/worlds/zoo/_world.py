@@ -157,6 +157,11 @@ def _cached_eval(
     return None
 
 
+#: Version of the respondents' scoring arithmetic, part of every cached evaluation's key
+#: and raised whenever that arithmetic changes, even only by rounding (a near tie can flip
+#: a response): a cached response always equals what this code computes.
+EVAL_VERSION = 2
+
 #: This process's batched benchmark requests, per (tokenizer file, items, batch size,
 #: context length) hash: every respondent with the same tokenizer shares them.
 _BATCHES: dict[str, RequestBatches] = {}
@@ -254,6 +259,7 @@ def evaluate_zoo_benchmarks(
     items_key = sha_of(
         [
             ZOO_VERSION,
+            EVAL_VERSION,
             [(b.name, b.metric, [dataclasses.asdict(i) for i in b.items]) for b in benchmarks],
         ]
     )
