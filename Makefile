@@ -2,9 +2,12 @@
 VENV ?= .venv
 PYTHON ?= python3
 BIN := $(VENV)/bin
-# pip compiles each installed file's bytecode one after another; installing with
-# --no-compile and compiling afterwards on every core halves the core install's wall time
-# (a few files of torch's test helpers need a newer Python and never compile, as with pip)
+# pip compiles the bytecode of every installed file (20,000, one after another) though a run
+# imports a quarter of them. The core install skips it: `make demo` and `make dev` let
+# Python write each module's bytecode when it is first imported (PYTHONDONTWRITEBYTECODE
+# cleared for them). The test install compiles everything on every core, as the tests
+# import nearly all of it (a few of torch's test helpers need a newer Python and never
+# compile, as with pip).
 PIP_INSTALL := $(BIN)/python -m pip install --quiet --no-compile
 COMPILE_SITE = $(BIN)/python -m compileall -q -j 0 \
 	"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" \
@@ -18,7 +21,6 @@ $(BIN)/.sigmap-core: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(PIP_INSTALL) -e .
-	$(COMPILE_SITE)
 	touch $@
 
 $(BIN)/.sigmap-installed: $(BIN)/.sigmap-core
@@ -54,6 +56,8 @@ test: install
 
 test-fast: install
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not browser and not postgres"
+
+demo dev check-defs: export PYTHONDONTWRITEBYTECODE :=
 
 demo: core-install
 	$(BIN)/sigmap demo
