@@ -755,16 +755,16 @@ def batch_requests(
     glist.sort(
         key=lambda g: (max(len(encoded[i][1]) for i in g[1]).bit_length(), -len(g[0]), g[1][0])
     )
-    grouped: list[list[tuple[list[int], list[int]]]] = [[]]
+    grouped: list[list[tuple[list[int], list[int]]]] = []
     n_rows = 0
     for g in glist:
-        if grouped[-1] and n_rows + len(g[1]) > batch_size:
+        if not grouped or n_rows + len(g[1]) > batch_size:
             grouped.append([])
             n_rows = 0
         grouped[-1].append(g)
         n_rows += len(g[1])
     batches = []
-    for batch in grouped if glist else []:
+    for batch in grouped:
         lc = max(len(ctx) for ctx, _ in batch)
         ids = np.full((len(batch), lc), pad_id, dtype=np.int64)
         mask = np.zeros((len(batch), lc), dtype=np.int64)
