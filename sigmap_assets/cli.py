@@ -38,6 +38,7 @@ BENCHES = (
     "metabench",
     "segmentation",
     "shards",
+    "embedding",
 )
 
 

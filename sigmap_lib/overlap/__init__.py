@@ -13,6 +13,7 @@ from ._analysis import (
     unit_contexts,
 )
 from ._embed import (
+    DEFAULT_BATCH_SIZE,
     default_encoder_path,
     embed_texts,
     encoder_id,
@@ -51,6 +52,7 @@ from ._signature import (
 )
 
 __all__ = [
+    "DEFAULT_BATCH_SIZE",
     "ClusterResult",
     "OverlapMatrix",
     "SignatureLike",

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.overlap._embed import DEFAULT_BATCH_SIZE
 from sigmap_lib.overlap._matrix import OverlapMatrix
 
 
@@ -444,7 +445,7 @@ def signature_content_alignment(
     *,
     functions: Mapping[str, Any] | None = None,
     cache_dir: str | None = None,
-    batch_size: int = 64,
+    batch_size: int = DEFAULT_BATCH_SIZE,
 ) -> dict[str, Any]:
     """Cosine between a signature's units in context and its benchmark's questions.
 
@@ -463,6 +464,8 @@ def signature_content_alignment(
         When given, the per-function mean/min/max of the cosines is added.
     cache_dir : str, optional
         Embedding cache (see :func:`sigmap_lib.overlap.embed_texts`).
+    batch_size : int
+        Texts per encoder forward pass (see :func:`sigmap_lib.overlap.embed_texts`).
 
     Returns
     -------

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._threads import single_blas_thread
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll import MAX_MODELS_UINT8, encode_ranks
 from sigmap_lib.signatures._screening import (
@@ -704,8 +705,6 @@ def max_t_pass(
 ) -> tuple[MaxTPartial, dict[int, tuple[np.ndarray, np.ndarray]]]:
     """The streaming pass. With ``collect = {benchmark: t}`` it only collects, for those
     benchmarks, every unit whose strength is above ``t`` (no permutation columns)."""
-    from threadpoolctl import threadpool_limits
-
     kern = kernels()
     d, _, chunks, is_codes = source_chunks(source, chunk_units)
     two_sided = design.two_sided
@@ -726,7 +725,7 @@ def max_t_pass(
     stat_bufs: dict[int, np.ndarray] = {}
     sel_buf = np.empty((0, 0), dtype=np.int32)
     with (
-        threadpool_limits(limits=1, user_api="blas"),
+        single_blas_thread(),
         ThreadPoolExecutor(nthreads) if nthreads > 1 else _NoPool() as pool,
     ):
         for start, block in chunks:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib._util._checks import array_like
+from sigmap_lib._util._threads import single_blas_thread
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll import (
     EXACT_INT_DTYPES,
@@ -181,8 +182,6 @@ def _codes_gemm_thrush(
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    from threadpoolctl import threadpool_limits
-
     n, m = codes.shape
     nbm = cneg.shape[1]
     out = np.empty((n, nbm), dtype=np.float32 if den is None else np.float64)
@@ -203,7 +202,7 @@ def _codes_gemm_thrush(
                 np.divide(raw[: e - s], den, out=out[s:e])
 
     nparts = max(1, min(os.cpu_count() or 1, len(starts) // 4))
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_blas_thread():
         if nparts == 1:
             work(0, 1)
         else:
