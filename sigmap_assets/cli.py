@@ -78,6 +78,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import logging
     import warnings
 
+    from sigmap_assets.memory import cap_malloc_arenas
+
+    cap_malloc_arenas(2)  # before the imports below and the lanes start their threads
     import dagster as dg
 
     warnings.simplefilter("ignore")

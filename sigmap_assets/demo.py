@@ -15,10 +15,6 @@ it. Either way the run goes to the end and the summary is printed; full error re
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import ctypes.util
-import functools
 import gc
 import hashlib
 import json
@@ -33,6 +29,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from sigmap_assets.memory import release_memory
 from sigmap_assets.metadata import DATA_VERSION_TAG
 from sigmap_assets.partitions import benchmarks_partitions, models_partitions
 from sigmap_assets.versions import code_version
@@ -82,30 +79,6 @@ def _expected_s(step: Step, durations: dict) -> float:
     return durations.get(
         step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
     )
-
-
-@functools.lru_cache(maxsize=1)
-def _libc() -> ctypes.CDLL | None:
-    """glibc, when this process runs on it (else None: :func:`_release_memory` only collects)."""
-    name = ctypes.util.find_library("c")
-    if not name:
-        return None
-    try:
-        libc = ctypes.CDLL(name)
-        return libc if hasattr(libc, "malloc_trim") else None
-    except OSError:
-        return None
-
-
-def _release_memory() -> None:
-    """Collect garbage and hand the freed heap back to the OS (glibc keeps it otherwise), so
-    one step's peak does not stay in the process under the next one's: the zoo demo's
-    process peaked at 2.27 GB without it, 1.99 GB with it (docs/RESULTS.md)."""
-    gc.collect()
-    libc = _libc()
-    if libc is not None:
-        with contextlib.suppress(OSError):
-            libc.malloc_trim(0)
 
 
 def _fmt_s(seconds: float) -> str:
@@ -575,7 +548,7 @@ class DemoRunner:
             if ran:
                 durations[step.stage] = time.perf_counter() - t_stage
             self._record(self.state, "durations", durations)
-        _release_memory()
+        release_memory()
 
     @staticmethod
     @contextmanager
