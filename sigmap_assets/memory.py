@@ -46,8 +46,8 @@ def cap_malloc_arenas(n: int = 2) -> bool:
 
     glibc gives new threads arenas of their own (up to 8 per core), and memory freed in
     one stays with it. The demo's lanes and torch's thread pools would otherwise hold
-    several: with 2, the zoo demo's process peaked at 1.70 GB instead of 1.83 GB in the
-    same time (docs/RESULTS.md). Arenas made before the call stay. A no-op off glibc.
+    several: with 2, the zoo demo's process peaked at 1.74 GB instead of 1.83–1.87 GB,
+    for about 8 CPU-s more (the threads wait on shared arenas' locks; docs/RESULTS.md). Arenas made before the call stay. A no-op off glibc.
 
     Examples
     --------
