@@ -25,6 +25,7 @@ from ._items import (
     read_questions,
     read_responses,
 )
+from ._matrix import ModelMatrix, read_perplexity_correlations
 from ._registry import (
     ModelSpec,
     model_slug,
@@ -81,6 +82,7 @@ __all__ = [
     "CorpusStore",
     "Document",
     "MatchResult",
+    "ModelMatrix",
     "ModelSpec",
     "PlanDiff",
     "ResponseMatrix",
@@ -117,6 +119,7 @@ __all__ = [
     "read_lm_eval_results",
     "read_lm_eval_samples",
     "read_long",
+    "read_perplexity_correlations",
     "read_questions",
     "read_registry",
     "read_responses",

@@ -64,6 +64,20 @@ SCENARIOS: list[tuple[str, str, int, bool, int, str]] = [
     ("families_m32_strata", "families", 32, True, 1, "benchmark"),
     ("linear_m32_8bench", "linear", 32, False, 8, "benchmark"),
     ("linear_m32_8bench_fwer_all", "linear", 32, False, 8, "all"),
+    *[(f"reallike_m{m}", "reallike", m, False, 1, "benchmark") for m in (16, 32, 64)],
+    *[(f"hinge_m{m}", "hinge", m, False, 1, "benchmark") for m in (16, 32, 64)],
+    *[(f"threshold_m{m}", "threshold", m, False, 1, "benchmark") for m in (16, 32, 64)],
+    *[(f"step_m{m}", "step", m, False, 1, "benchmark") for m in (16, 32, 64)],
+    *[(f"shrinking_m{m}", "shrinking", m, False, 1, "benchmark") for m in (16, 32, 64)],
+]
+#: Null scores built on the real matrix's own general quality (``shared/data/realmodels``):
+#: (name, shape, m); m < 89 draws a random subset of the 89 real models each run
+REAL_SHAPES = ("linear", "pc1", "convex", "hinge", "threshold", "step", "shrinking", "families")
+REAL_SCENARIOS: list[tuple[str, str, int]] = [
+    (f"real_{shape}_m{m}", shape, m)
+    for m in (89, 32, 16)
+    for shape in REAL_SHAPES
+    if not (shape == "families" and m < 89)
 ]
 POWER_M = (16, 32, 64)
 POWER_RHO = (0.6, 0.8, 0.95)
@@ -116,15 +130,32 @@ def reference_test(
     """
     from scipy.stats import rankdata
 
-    from sigmap_lib.signatures import quality_basis, stratified_permutations
+    from sigmap_lib.signatures import (
+        pooled_strata,
+        quality_basis,
+        quality_blocks,
+        stratified_permutations,
+    )
 
     v = np.asarray(values, dtype=np.float64)
     d, m = v.shape
-    q = quality_basis(-v.mean(axis=0), strata)
+    g = -v.mean(axis=0)
+    pooled = pooled_strata(strata)
+    q = quality_basis(g, pooled)
+    blocks = quality_blocks(g, pooled)
     r = v - (v @ q) @ q.T
+
+    def spread(e: np.ndarray) -> np.ndarray:  # exp of the OLS fit of log|e| on [1, z(g)]
+        x = np.column_stack([np.ones(m), (g - g.mean()) / g.std()])
+        a = np.log(np.abs(e) + 1e-9 * np.abs(e).max(axis=0))
+        return np.exp(x @ np.linalg.solve(x.T @ x, x.T @ a))
+
     e = y - q @ (q.T @ y)
-    perms = stratified_permutations(rng, n_permutations, m, strata)
-    cols = np.column_stack([e] + [e[p] for p in perms])
+    s0 = spread(e[:, None])[:, 0]
+    perms = stratified_permutations(rng, n_permutations, m, blocks)
+    cols = np.column_stack([e] + [s0 * (e / s0)[p] for p in perms])
+    cols = cols - q @ (q.T @ cols)
+    cols = cols / spread(cols)
     cols = cols - q @ (q.T @ cols)
     if statistic == "spearman":
         cols = rankdata(cols, axis=0) - (m + 1) / 2.0
@@ -208,6 +239,148 @@ def _null_scenario(spec: tuple, runs: int, d: int, p: int, seed: int) -> dict[st
         out["fwer_per_benchmark"] = bench_hits / (runs * nb)
         out["fwer_per_benchmark_wilson95"] = list(wilson(bench_hits, runs * nb))
         out["fwer_any_benchmark"] = hits / runs
+    return out
+
+
+# ----------------------------------------------------------------------------------------
+# part 1b: null scores on the real matrix's loadings
+
+
+def real_null_scores(
+    shape: str, values: np.ndarray, rng: np.random.Generator, arc: np.ndarray | None = None
+) -> np.ndarray:
+    """Scores of the models of ``values (d, m)`` that depend on their general quality only.
+
+    ``z`` = standardized ``ĝ`` (minus mean bits per byte): ``"linear"`` ``z + 0.5ε``;
+    ``"pc1"`` the first principal component of the standardized documents ``+ 0.5ε``;
+    ``"convex"`` ``exp(1.2z) + 0.5ε``; ``"hinge"`` ``max(z, 0) + 0.15ε`` (flat below the
+    median: emergent); ``"threshold"`` ``σ(6(z − 0.3)) + 0.1ε``; ``"step"`` the real ARC-Easy
+    accuracies ``arc`` shuffled within quintiles of ``ĝ``; ``"shrinking"``
+    ``z + 0.5·exp(−0.5z)·ε``; ``"families"`` as ``"linear"`` (tested with the real families
+    as strata).
+    """
+    m = values.shape[1]
+    g = -values.mean(axis=0)
+    z = (g - g.mean()) / g.std()
+    eps = rng.standard_normal(m)
+    if shape in ("linear", "families"):
+        return z + 0.5 * eps
+    if shape == "pc1":
+        x = values - values.mean(axis=1, keepdims=True)
+        x /= x.std(axis=1, keepdims=True)
+        pc = np.linalg.svd(x, full_matrices=False)[2][0]
+        pc = pc * np.sign(pc @ z)
+        return (pc - pc.mean()) / pc.std() + 0.5 * eps
+    if shape == "convex":
+        return np.exp(1.2 * z) + 0.5 * eps
+    if shape == "hinge":
+        return np.maximum(z, 0.0) + 0.15 * eps
+    if shape == "threshold":
+        return 1.0 / (1.0 + np.exp(-6.0 * (z - 0.3))) + 0.1 * eps
+    if shape == "shrinking":
+        return z + 0.5 * np.exp(-0.5 * z) * eps
+    if shape == "step":
+        assert arc is not None
+        q = np.searchsorted(np.quantile(z, [0.2, 0.4, 0.6, 0.8]), z)
+        y = arc.copy()
+        for k in range(5):
+            i = np.flatnonzero(q == k)
+            y[i] = y[rng.permutation(i)]
+        return y
+    raise ValueError(shape)
+
+
+def _real_null(spec: tuple, runs: int, p: int, seed: int, data: str) -> dict[str, Any]:
+    from sigmap_lib.inputs import read_perplexity_correlations
+    from sigmap_lib.signatures import extract_signatures
+
+    name, shape, m = spec
+    mm = read_perplexity_correlations(data)
+    arc = mm.scores()[:, mm.benchmarks.index("arc_easy")]
+    idx_spec = [s[0] for s in REAL_SCENARIOS].index(name)
+    rng = np.random.default_rng([seed, idx_spec, 31])
+    hits = units = 0
+    t0 = time.perf_counter()
+    n_models = mm.values.shape[1]
+    for run in range(runs):
+        idx = np.sort(rng.choice(n_models, m, replace=False)) if m < n_models else np.arange(m)
+        v = mm.values[:, idx]
+        y = real_null_scores(shape, v, rng, arc[idx])
+        strata = mm.families[idx] if shape == "families" else None
+        [sig] = extract_signatures(v, y, n_permutations=p, seed=seed * 100_003 + run, strata=strata)
+        hits += not sig.empty
+        units += sig.units.size
+    lo, hi = wilson(hits, runs)
+    return {
+        "scenario": f"real {shape}",
+        "m": m,
+        "strata": shape == "families",
+        "benchmarks": 1,
+        "fwer_scope": "benchmark",
+        "runs": runs,
+        "fwer": hits / runs,
+        "fwer_wilson95": [lo, hi],
+        "units_per_run": units / runs,
+        "median_threshold": float("nan"),
+        "seconds_per_run": (time.perf_counter() - t0) / runs,
+        "refused_by_library": None,
+    }
+
+
+def plant_documents(
+    values: np.ndarray, rho: float, rng: np.random.Generator, n_planted: int = 5
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Plant ``n_planted`` documents of the real matrix ``values (d, m)`` at partial
+    correlation ``rho`` with new scores given quality.
+
+    Scores ``y = z(ĝ) + u`` (``u`` standardized noise); a planted document keeps its fit on
+    the quality basis and gets residual ``sd_j·(−ρ·u + √(1 − ρ²)·ε)`` (``sd_j`` its own
+    residual spread), so its partial correlation with ``y`` given quality is ``ρ`` in the
+    signature's sign convention. Returns ``(values, y, planted_rows)``.
+    """
+    from sigmap_lib.signatures import quality_basis
+
+    v = values.copy()
+    d, m = v.shape
+    g = -v.mean(axis=0)
+    u = rng.standard_normal(m)
+    u = (u - u.mean()) / u.std()
+    y = (g - g.mean()) / g.std() + u
+    q = quality_basis(g)
+    rows = rng.choice(d, n_planted, replace=False)
+    for j in rows:
+        fit = q @ (q.T @ v[j])
+        sd = (v[j] - fit).std()
+        v[j] = fit + sd * (-rho * u + np.sqrt(1.0 - rho**2) * rng.standard_normal(m))
+    return v, y, np.sort(rows)
+
+
+def _real_family_power(rho: float, runs: int, p: int, seed: int, data: str) -> dict[str, Any]:
+    from sigmap_lib.inputs import read_perplexity_correlations
+    from sigmap_lib.signatures import extract_signatures
+
+    mm = read_perplexity_correlations(data)
+    rng = np.random.default_rng([seed, int(rho * 100), 37])
+    acc = {k: {"tp": 0, "sel": 0, "planted": 0} for k in ("no_strata", "family_strata")}
+    n_perm = None
+    for run in range(runs):
+        v, y, rows = plant_documents(mm.values, rho, rng)
+        truth = set(rows.tolist())
+        for key, strata in (("no_strata", None), ("family_strata", mm.families)):
+            [sig] = extract_signatures(v, y, n_permutations=p, seed=run, strata=strata)
+            if strata is not None:
+                n_perm = sig.calibration.n_distinct_permutations
+            a = acc[key]
+            a["tp"] += len(truth & set(sig.units.tolist()))
+            a["sel"] += sig.units.size
+            a["planted"] += len(truth)
+    out: dict[str, Any] = {"rho": rho, "runs": runs, "m": mm.values.shape[1]}
+    for k, a in acc.items():
+        out[k] = {
+            "recall": a["tp"] / a["planted"],
+            "precision": a["tp"] / a["sel"] if a["sel"] else float("nan"),
+        }
+    out["distinct_permutations_with_strata"] = float(n_perm) if n_perm else None
     return out
 
 
@@ -308,12 +481,31 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("--only", nargs="*", default=None, help="null scenarios to run (names)")
     ap.add_argument("--skip-power", action="store_true")
     ap.add_argument("--quick", action="store_true", help="smoke: 20 runs, d = 2000, P = 99")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="shared/data (default $SIGMAP_SHARED_DATA); its realmodels folder adds the "
+        "real-loading null scenarios and the family power (skipped when absent)",
+    )
+    ap.add_argument("--skip-synthetic", action="store_true", help="only the real-loading parts")
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.power_runs, args.units, args.permutations = 20, 5, 2000, 99
     from sigmap_lib.signatures import MIN_MODELS_CALIBRATED
+    from sigmap_lib.studies._paths import shared_data_dir
 
-    specs = [s for s in SCENARIOS if args.only is None or s[0] in args.only]
+    specs = [
+        s for s in SCENARIOS if (args.only is None or s[0] in args.only) and not args.skip_synthetic
+    ]
+    real_dir = Path(args.data) if args.data else shared_data_dir()
+    real_dir = real_dir / "realmodels"
+    real_specs = (
+        [s for s in REAL_SCENARIOS if args.only is None or s[0] in args.only]
+        if real_dir.is_dir()
+        else []
+    )
+    if not real_dir.is_dir():
+        _log(f"{real_dir} is absent: the real-loading scenarios are skipped")
     out: dict[str, Any] = {
         "bench": "recovery",
         "units": args.units,
@@ -342,6 +534,25 @@ def main(argv: list[str] | None = None) -> dict:
                 for rho in POWER_RHO
             }
         )
+        for s in real_specs:
+            futs[s[0]] = pool.submit(
+                _real_null, s, args.runs, args.permutations, args.seed, str(real_dir)
+            )
+        fam = (
+            {
+                f"rho{rho}": pool.submit(
+                    _real_family_power,
+                    rho,
+                    args.power_runs,
+                    args.permutations,
+                    args.seed,
+                    str(real_dir),
+                )
+                for rho in (0.6, 0.8)
+            }
+            if real_specs and not args.skip_power
+            else {}
+        )
         nulls = {}
         for name, f in futs.items():
             nulls[name] = f.result()
@@ -351,7 +562,10 @@ def main(argv: list[str] | None = None) -> dict:
         for name, f in power.items():
             out["power"][name] = f.result()
             _log(f"power {name}: {out['power'][name]}")
-    if not args.skip_power:
+        out["real_family_power"] = {k: f.result() for k, f in fam.items()}
+        for k, v in out["real_family_power"].items():
+            _log(f"real family power {k}: {v}")
+    if not args.skip_power and not args.skip_synthetic:
         with tempfile.TemporaryDirectory(prefix="sigmap-recovery-") as tmp:
             out["methods_on_the_planted_world"] = _methods(
                 20000 if not args.quick else 3000, Path(tmp)
@@ -367,6 +581,11 @@ def main(argv: list[str] | None = None) -> dict:
             else r["fwer_wilson95"][1]
         )
         met[f"{name}_fwer"] = f <= FWER_POINT_MAX and hi <= FWER_UPPER_MAX
+    fp = out.get("real_family_power", {}).get("rho0.8")
+    if fp:
+        met["real_family_strata_recall_at_least_half"] = (
+            fp["family_strata"]["recall"] >= 0.5 * fp["no_strata"]["recall"]
+        )
     cell = out["power"].get("m32_rho0.8")
     if cell:
         met["power_m32_rho0.8_recall"] = cell["spearman_single_step"]["recall"] >= 0.5

@@ -7,6 +7,7 @@ and computes the observed statistics, a running top-K and the permutation-null c
 
 from __future__ import annotations
 
+import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -298,6 +299,235 @@ def quality_basis(ghat: Any, strata: Any = None) -> np.ndarray:
     return np.ascontiguousarray(u[:, s > 1e-10 * s[0]])
 
 
+#: Models per permutation block: the calibrated test permutes score residuals only among
+#: models of similar general quality (consecutive in ``ĝ``), so that any function of ``ĝ``
+#: the basis misses, and any spread that changes with ``ĝ``, stays (nearly) in place.
+BLOCK_MODELS = 4
+#: A stratum (e.g. a model family) with fewer models than this is pooled with the other
+#: small strata: one or two models cannot be permuted within, and one effect per singleton
+#: family would use up the degrees of freedom.
+MIN_STRATUM_MODELS = 3
+POOLED_STRATUM = "(small strata)"
+
+
+def pooled_strata(strata: Any, min_models: int = MIN_STRATUM_MODELS) -> np.ndarray | None:
+    """The strata the calibrated test uses: each stratum of at least ``min_models`` models
+    as it is, all smaller ones pooled into one (labelled ``"(small strata)"``).
+
+    Parameters
+    ----------
+    strata : array_like, shape (m,), or None
+        One label per model (e.g. its family).
+    min_models : int
+        Smallest stratum kept on its own.
+
+    Returns
+    -------
+    numpy.ndarray of str, shape (m,), or None
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import pooled_strata
+    >>> pooled_strata(["pythia"] * 3 + ["opt", "mpt", "phi"]).tolist()
+    ['pythia', 'pythia', 'pythia', '(small strata)', '(small strata)', '(small strata)']
+    """
+    if strata is None:
+        return None
+    lab = np.asarray(strata).reshape(-1).astype(str)
+    _names, codes, counts = np.unique(lab, return_inverse=True, return_counts=True)
+    small = counts[codes] < min_models
+    return np.where(small, POOLED_STRATUM, lab)
+
+
+def quality_blocks(ghat: Any, strata: Any = None, size: int = BLOCK_MODELS) -> np.ndarray:
+    """Permutation blocks: within each stratum, the models sorted by general quality and cut
+    into ``max(1, round(n / size))`` consecutive blocks of near-equal size.
+
+    Parameters
+    ----------
+    ghat : array_like, shape (m,)
+        General quality of the models.
+    strata : array_like, shape (m,), optional
+        Labels (already pooled, :func:`pooled_strata`); blocks never cross them.
+    size : int
+        Target models per block.
+
+    Returns
+    -------
+    numpy.ndarray of int, shape (m,)
+        The block of each model (``0 .. n_blocks − 1``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import quality_blocks
+    >>> quality_blocks(np.array([0.9, 0.1, 0.5, 0.3, 0.7, 0.2, 0.8, 0.4])).tolist()
+    [1, 0, 1, 0, 1, 0, 1, 0]
+    >>> quality_blocks(np.arange(6.0), strata=["a", "b"] * 3, size=3).tolist()
+    [0, 1, 0, 1, 0, 1]
+    """
+    g = np.asarray(ghat, dtype=np.float64).reshape(-1)
+    m = g.size
+    if strata is None:
+        groups = [np.arange(m)]
+    else:
+        lab = np.asarray(strata).reshape(-1)
+        if lab.size != m:
+            raise SigmapInputError(f"strata: {lab.size} labels for {m} models")
+        _, codes = np.unique(lab, return_inverse=True)
+        groups = [np.flatnonzero(codes == c) for c in range(int(codes.max()) + 1)]
+    out = np.empty(m, dtype=np.int64)
+    nxt = 0
+    for idx in groups:
+        order = idx[np.argsort(g[idx], kind="stable")]
+        for chunk in np.array_split(order, max(1, round(order.size / size))):
+            out[chunk] = nxt
+            nxt += 1
+    return out
+
+
+def distinct_permutations(blocks: Any) -> int:
+    """How many distinct permutations exchange models only within their blocks
+    (``Π_b n_b!``).
+
+    Examples
+    --------
+    >>> from sigmap_lib.signatures import distinct_permutations
+    >>> distinct_permutations([0, 0, 0, 0, 1, 1, 1, 1])  # 4! * 4!
+    576
+    """
+    _, counts = np.unique(np.asarray(blocks).reshape(-1), return_counts=True)
+    return int(np.prod([math.factorial(int(c)) for c in counts], dtype=object))
+
+
+def score_scale(e: Any, ghat: Any) -> np.ndarray:
+    """The spread of score residuals as a smooth function of general quality:
+    ``exp(a + b·z(ĝ))`` fitted by least squares to ``log |e|`` (one fit per column).
+
+    Real benchmark errors spread more among weak models than among strong ones (ARC-Easy:
+    3× in the weakest fifth); dividing the residuals by this fit makes them exchangeable
+    across quality before they are permuted.
+
+    Parameters
+    ----------
+    e : array_like, shape (m,) or (m, c)
+        Residuals (each column centred on the quality basis).
+    ghat : array_like, shape (m,)
+
+    Returns
+    -------
+    numpy.ndarray, the shape of ``e``; positive.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import score_scale
+    >>> g = np.linspace(-1.0, 1.0, 9)
+    >>> s = score_scale(np.exp(-g) * np.array([1, -1] * 4 + [1]), g)
+    >>> bool(np.allclose(s, np.exp(-g)))
+    True
+    """
+    e = np.asarray(e, dtype=np.float64)
+    one = e.ndim == 1
+    ee = e[:, None] if one else e
+    g = np.asarray(ghat, dtype=np.float64).reshape(-1)
+    sd = g.std()
+    z = (g - g.mean()) / sd if sd > 0 else np.zeros_like(g)
+    x = np.column_stack([np.ones_like(z), z])
+    a = np.abs(ee)
+    floor = 1e-9 * np.maximum(a.max(axis=0, keepdims=True), 1e-300)
+    coef = np.linalg.lstsq(x, np.log(a + floor), rcond=None)[0]
+    s = np.exp(x @ coef)
+    return s[:, 0] if one else s
+
+
+#: Interior knots the score side may add to the quality basis (chosen per benchmark by
+#: generalized cross-validation; the base basis is always a candidate).
+SCORE_KNOTS = (3, 5, 8, 12)
+
+
+def score_basis(basis: np.ndarray, ghat: Any, y: Any) -> np.ndarray:
+    """The quality basis of one benchmark's scores: ``basis`` widened by a cubic spline of
+    ``ĝ`` with as many knots as generalized cross-validation chooses.
+
+    Scores can bend where units do not (a hinge where a benchmark leaves chance, a step, a
+    sharp logistic): what the basis misses of them is a function of ``ĝ`` that stays in the
+    residual and, against units that miss their own shapes, shifts every statistic. The
+    candidates are ``basis`` itself and ``basis`` plus a cubic spline (quantile knots) with
+    ``n`` knots for ``n`` in :data:`SCORE_KNOTS`, as long as :data:`MIN_RESIDUAL_DF` degrees
+    of freedom remain; the one with the smallest GCV ``m·RSS / (m − q)²`` is returned. The
+    result contains ``basis`` (nested), so residuals on it are orthogonal to ``basis`` too.
+
+    Parameters
+    ----------
+    basis : numpy.ndarray, shape (m, q0)
+        Orthonormal quality basis (:func:`quality_basis`).
+    ghat : array_like, shape (m,)
+    y : array_like, shape (m,)
+        The benchmark's scores over the same models.
+
+    Returns
+    -------
+    numpy.ndarray, shape (m, q)
+        Orthonormal, ``q ≥ q0``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import quality_basis, score_basis
+    >>> g = np.linspace(-2.0, 2.0, 40)
+    >>> q = quality_basis(g)
+    >>> noise = 0.05 * np.random.default_rng(0).standard_normal(40)
+    >>> score_basis(q, g, 0.5 * g + noise).shape[1] == q.shape[1]  # smooth: kept
+    True
+    >>> score_basis(q, g, (g > 0.3) + noise).shape[1] > q.shape[1]  # a step: widened
+    True
+    """
+    from sklearn.preprocessing import SplineTransformer
+
+    g = np.asarray(ghat, dtype=np.float64).reshape(-1)
+    yy = np.asarray(y, dtype=np.float64).reshape(-1)
+    m = g.size
+    sd = g.std()
+
+    def gcv(q: np.ndarray) -> float:  # BIC of the least-squares fit
+        r = yy - q @ (q.T @ yy)
+        return m * float(np.log(max(float(r @ r), 1e-300) / m)) + np.log(m) * q.shape[1]
+
+    best, best_gcv = basis, gcv(basis)
+    if sd <= 1e-12 * max(1.0, float(np.abs(g).max())):
+        return best
+    z = ((g - g.mean()) / sd)[:, None]
+    for n in SCORE_KNOTS:
+        if m - (basis.shape[1] + n + 2) < MIN_RESIDUAL_DF:
+            break
+        st = SplineTransformer(n_knots=n, degree=3, knots="quantile", extrapolation="linear")
+        u, sv, _ = np.linalg.svd(np.hstack([basis, st.fit_transform(z)]), full_matrices=False)
+        q = u[:, sv > 1e-10 * sv[0]]
+        v = gcv(q) if q.shape[1] < m - 1 else np.inf
+        if v < best_gcv:
+            best, best_gcv = q, v
+    return np.ascontiguousarray(best)
+
+
+def studentized(e: np.ndarray, basis: np.ndarray, ghat: np.ndarray) -> np.ndarray:
+    """Columns of ``e (m, c)`` divided by :func:`score_scale` and projected off the
+    orthonormal ``basis`` again (so they stay orthogonal to it).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import quality_basis, studentized
+    >>> g = np.linspace(-1.0, 1.0, 12)
+    >>> q = quality_basis(g)
+    >>> t = studentized(np.random.default_rng(0).standard_normal((12, 2)), q, g)
+    >>> bool(np.allclose(q.T @ t, 0.0))
+    True
+    """
+    t = e / score_scale(e, ghat)
+    return t - basis @ (basis.T @ t)
+
+
 def stratified_permutations(
     rng: np.random.Generator, p: int, m: int, strata: Any = None
 ) -> np.ndarray:
@@ -422,6 +652,7 @@ class Group:
     ghat: np.ndarray | None  # (m_g,) general quality (calibrated)
     basis: np.ndarray | None = None  # (m_g, q) orthonormal quality basis (calibrated)
     strata: np.ndarray | None = None  # (m_g,) stratum labels (calibrated, optional)
+    blocks: np.ndarray | None = None  # (m_g,) permutation blocks (calibrated)
     pearson: bool = False  # calibrated: Pearson of the residuals (else Spearman)
     # per benchmark of the group: (start, stop) of its null columns (global), permutations
     null_span: list[tuple[int, int]] = field(default_factory=list)
@@ -481,20 +712,26 @@ def build_design(
     for mask, cols in groups:
         mg = int(mask.sum())
         yg = y[np.ix_(mask, cols)]
-        ghat = q = lab = None
+        ghat = q = lab = blocks = None
         if partial:
             assert sums is not None
             ghat = -sums[mask] / max(n_units, 1)
             lab = None if strata is None else strata[mask]
-            q = quality_basis(ghat, lab)
+            pooled = pooled_strata(lab)
+            q = quality_basis(ghat, pooled)
+            blocks = quality_blocks(ghat, pooled)
         obs = np.zeros((mg, len(cols)))
         den = np.ones(len(cols))
         reasons: list[str | None] = [None] * len(cols)
         bases: list[np.ndarray] = []
+        scales: list[np.ndarray] = []
+        qbs: list[np.ndarray] = []  # the score side's basis of each benchmark
         for j in range(len(cols)):
             if partial:
                 assert q is not None
-                e = _residualize(yg[:, j : j + 1], q)[:, 0]
+                qj = score_basis(q, ghat, yg[:, j])
+                qbs.append(qj)
+                e = _residualize(yg[:, j : j + 1], qj)[:, 0]
                 yc = yg[:, j] - yg[:, j].mean()
                 if float(e @ e) <= 1e-18 * max(float(yc @ yc), 1e-300):
                     reasons[j] = (
@@ -503,16 +740,22 @@ def build_design(
                         + ": nothing is left to correlate once it is regressed out"
                     )
                     e = np.zeros(mg)
-                r2, nr = _pearson_cols(e[:, None]) if pearson else _crank2(e[:, None])
+                # the residual, studentized by its spread along ĝ; the permutations move
+                # the studentized residual and put the fitted spread back (Freedman–Lane)
+                s0 = score_scale(e, ghat)
+                t = studentized(e[:, None], qj, ghat)
+                r2, nr = _pearson_cols(t) if pearson else _crank2(t)
                 obs[:, j], den[j] = -r2[:, 0], nr[0]
-                bases.append(e)
+                bases.append(e / s0)
+                scales.append(s0)
             else:
                 # integer columns: the products are exact (float32 too) and divided once
                 obs[:, j] = -score_coefficients(yg[:, j]).astype(np.float64)
                 den[j] = 2.0 * thrush_max(yg[:, j])[0]
                 bases.append(obs[:, j])
+        perm_lab = blocks if partial else lab
         if fwer == "all" and shared_perms is None:
-            shared_perms = stratified_permutations(rng, p, mg, lab)
+            shared_perms = stratified_permutations(rng, p, mg, perm_lab)
         if shared:
             r0 = np.arange(1.0, mg + 1.0)
             if partial:
@@ -524,24 +767,35 @@ def build_design(
             perm_sets = [
                 shared_perms
                 if shared_perms is not None
-                else stratified_permutations(rng, p, mg, lab)
+                else stratified_permutations(rng, p, mg, perm_lab)
             ]
+            if partial:
+                # normal scores in a random order: the blocks then shuffle a generic
+                # residual (the stored permutations include that order)
+                perm_sets = [rng.permutation(mg)[perm_sets[0]]]
             null_cols = [shared_base[perm_sets[0]].T]
+            scales = [np.ones(mg)]
         else:
             perm_sets = [
                 shared_perms
                 if shared_perms is not None
-                else stratified_permutations(rng, p, mg, lab)
+                else stratified_permutations(rng, p, mg, perm_lab)
                 for _ in cols
             ]
             null_cols = [base[ps].T for base, ps in zip(bases, perm_sets)]
+            if not partial:
+                scales = [np.ones(mg) for _ in cols]
             den_null = np.repeat(den, p)
         if partial:
             # exact integer columns, each product divided once by the column's norm (so a
             # unit's statistic and a permutation maximum of the same ranks are equal floats)
             assert q is not None
             col = _pearson_cols if pearson else _crank2
-            ranked = [col(_residualize(v, q)) for v in null_cols]
+            qn = qbs if not shared else [q]
+            ranked = [
+                col(studentized(_residualize(sc[:, None] * v, qj), qj, ghat))
+                for v, sc, qj in zip(null_cols, scales, qn)
+            ]
             null_cols = [-r2 for r2, _ in ranked]
             den_null = np.concatenate([nr for _, nr in ranked])
         e_null = np.concatenate(null_cols, axis=1)
@@ -567,6 +821,7 @@ def build_design(
             ghat=ghat,
             basis=q,
             strata=lab,
+            blocks=blocks,
             pearson=partial and pearson,
             reasons=reasons,
         )

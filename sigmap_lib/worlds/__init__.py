@@ -3,7 +3,7 @@ transformers, the embedded zoo, and the layout check of a user's world folder.
 """
 
 from ._example import init_world
-from ._hard import HARD_SCENARIOS, HardWorld, hard_world
+from ._hard import HARD_SCENARIOS, REALLIKE_SCENARIOS, HardWorld, hard_world
 from ._layout import (
     WorldLayout,
     check_world,
@@ -35,6 +35,7 @@ __all__ = [
     "FORMATS",
     "HARD_SCENARIOS",
     "MINIMUM_REASONS",
+    "REALLIKE_SCENARIOS",
     "HardWorld",
     "SyntheticWorld",
     "WorldLayout",

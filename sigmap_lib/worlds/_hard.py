@@ -24,7 +24,15 @@ HARD_SCENARIOS = (
     "t3",
     "accuracy",
     "families",
+    "reallike",
+    "hinge",
+    "step",
+    "threshold",
+    "shrinking",
 )
+#: Scenarios whose units are drawn as real LLMs' documents are (:func:`hard_world`):
+#: near-collinear with quality, several factors, kinks, noise that shrinks with quality.
+REALLIKE_SCENARIOS = ("reallike", "hinge", "step", "threshold", "shrinking")
 
 
 @dataclass
@@ -76,6 +84,15 @@ def _scores(
     if scenario == "accuracy":
         p = 1.0 / (1.0 + np.exp(-(g + 0.5 * rng.standard_normal(m))))
         return rng.binomial(20, p) / 20.0
+    if scenario == "hinge":  # emergent: flat (at chance) below a quality threshold
+        return 2.0 * np.maximum(g - 0.25, 0.0) + 0.2 * rng.standard_normal(m)
+    if scenario == "threshold":  # a sharp logistic
+        return 1.0 / (1.0 + np.exp(-6.0 * (g - 0.3))) + 0.1 * rng.standard_normal(m)
+    if scenario == "step":  # quintiles of quality, noise 3x larger in the weakest fifth
+        q = np.searchsorted(np.quantile(g, [0.2, 0.4, 0.6, 0.8]), g)
+        return 0.5 * q + 0.25 * (3.0 - 0.5 * q) / 3.0 * rng.standard_normal(m)
+    if scenario == "shrinking":  # noise that shrinks as quality grows
+        return g + 0.5 * np.exp(-0.5 * g) * rng.standard_normal(m)
     return g + 0.5 * rng.standard_normal(m) + offset
 
 
@@ -96,6 +113,14 @@ def hard_world(
     a per-unit curvature ``h_j(g) ∝ g + c_j(g² − 1)``, ``c_j ~ U(−0.3, 0.3)``, and unit means
     ``μ_j ~ U(2, 6)``. ``"curved"``: ``c_j ~ U(−0.5, 0.5)`` and heteroscedastic noise
     ``sd ∝ exp(δ_j g)``, ``δ_j ~ U(−0.5, 0.5)``; ``"t3"``: t(3) unit noise.
+    Real-like units (:data:`REALLIKE_SCENARIOS`): loadings ``λ_j ~ U(0.9, 0.995)`` (real
+    documents correlate with quality at −0.999), a kink of their own
+    ``k_j·tanh(3(g − a_j))``, ``k_j ~ U(−0.4, 0.4)``, and noise made of three shared model
+    factors (24 %, 18 %, 10 % of it, as in the real matrix once quality is removed) plus
+    unit noise, spreading ``exp(−0.4 g)`` (more among weak models). Scores there:
+    ``"reallike"`` ``g + 0.5 ε``; ``"hinge"`` ``2·max(g − 0.25, 0) + 0.2 ε`` (emergent);
+    ``"threshold"`` ``σ(6(g − 0.3)) + 0.1 ε``; ``"step"`` the quintile of ``g`` (0–4) / 2 with
+    noise 3× larger in the weakest fifth; ``"shrinking"`` ``g + 0.5·exp(−0.5 g)·ε``.
     Scores (per benchmark, higher = better): ``"independent"`` N(0, 1) noise; ``"linear"``,
     ``"curved"`` ``g + 0.5 ε``; ``"logistic"`` ``σ(2.5 g) + 0.1 ε``; ``"convex"``
     ``exp(1.2 g) + 0.5 ε``; ``"t3"`` ``g + 0.5·t3``; ``"accuracy"`` the share correct of 20
@@ -137,10 +162,16 @@ def hard_world(
         raise SigmapInputError(f"planted_rho must be in (0, 1), got {planted_rho}")
     m, d = int(n_models), int(n_units)
     g = rng.standard_normal(m)
-    lam = rng.uniform(0.3, 0.9, d)
+    reallike = scenario in REALLIKE_SCENARIOS
+    lam = rng.uniform(0.9, 0.995, d) if reallike else rng.uniform(0.3, 0.9, d)
     curved = scenario == "curved"
     c = rng.uniform(-0.5, 0.5, d) if curved else rng.uniform(-0.3, 0.3, d)
     h = g[None, :] + c[:, None] * (g[None, :] ** 2 - 1.0) / np.sqrt(2.0)
+    if reallike:
+        # a kink of its own per unit: a sharp tanh step at a random quality
+        kink = rng.uniform(-0.4, 0.4, d)[:, None]
+        at = rng.uniform(-1.0, 1.0, d)[:, None]
+        h = h + kink * np.tanh(3.0 * (g[None, :] - at))
     h = (h - h.mean(axis=1, keepdims=True)) / h.std(axis=1, keepdims=True)
     if scenario == "t3":
         eps = rng.standard_t(3, (d, m)) / np.sqrt(3.0)
@@ -148,6 +179,13 @@ def hard_world(
         eps = rng.standard_normal((d, m))
     if curved:
         eps *= np.exp(rng.uniform(-0.5, 0.5, d)[:, None] * g[None, :])
+    if reallike:
+        # three more model factors shared by the units (the real matrix, after removing
+        # quality: 24 %, 18 % and 10 % of the residual variance), and unit noise that
+        # spreads more among weak models (2.2x between the weakest and strongest fifth)
+        f = rng.standard_normal((3, m))
+        a = rng.standard_normal((d, 3)) * np.sqrt(np.array([0.24, 0.18, 0.10]))
+        eps = (a @ f + np.sqrt(0.48) * eps) * np.exp(-0.4 * g)[None, :]
     strata = None
     offset = np.zeros(m)
     unit_offset = np.zeros((d, m))

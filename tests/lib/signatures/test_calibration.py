@@ -17,6 +17,7 @@ from sigmap_lib.signatures import (
     general_quality,
     max_t_threshold,
     merge_max_t,
+    pooled_strata,
     resolve_method,
 )
 from sigmap_lib.worlds import make_synthetic_world, planted_recovery
@@ -54,18 +55,44 @@ def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearm
     ).fit_transform(((g - g.mean()) / g.std())[:, None])
     z = np.column_stack([np.ones(m), z])
     if strata is not None:
-        lab = np.asarray(strata)
+        lab = pooled_strata(strata)
         z = np.column_stack([z] + [(lab == s).astype(float) for s in np.unique(lab)])
     coef, *_ = np.linalg.lstsq(z, v.T, rcond=None)
+    zs = (g - g.mean()) / g.std()
+    # the score side's design: z, or z and a cubic spline, whichever has the smallest BIC
+    designs = [z]
+    for n in (3, 5, 8, 12):
+        if m - (int(np.linalg.matrix_rank(z)) + n + 2) < 9:
+            break
+        sp = SplineTransformer(n_knots=n, degree=3, knots="quantile", extrapolation="linear")
+        designs.append(np.column_stack([z, sp.fit_transform(zs[:, None])]))
+
+    def bic(x):
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ssr = sm.OLS(y, x).fit(method="pinv").ssr
+        return m * np.log(max(ssr, 1e-300) / m) + np.log(m) * np.linalg.matrix_rank(x)
+
+    zy = designs[int(np.argmin([bic(x) for x in designs]))]
+
+    def spread(e):  # exp of the OLS fit of log|e| on [1, z(g)]
+        a = np.log(np.abs(e) + 1e-9 * max(np.abs(e).max(), 1e-300))
+        return np.exp(sm.OLS(a, sm.add_constant(zs)).fit().fittedvalues)
+
     ru = v - (z @ coef).T
     tiny = np.linalg.norm(ru, axis=1) <= 1e-7 * np.linalg.norm(v - v.mean(1, keepdims=True), axis=1)
 
-    def resid(w):
+    def resid(w, x=zy):
         import warnings
 
         with warnings.catch_warnings():  # the spline and the intercept are collinear: pinv
             warnings.simplefilter("ignore")
-            return sm.OLS(w, z).fit(method="pinv").resid
+            return sm.OLS(w, x).fit(method="pinv").resid
+
+    def student(e):
+        return resid(e / spread(e))
 
     def stat(e):
         if statistic == "spearman":
@@ -76,9 +103,17 @@ def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearm
         return np.where(tiny, 0.0, -np.nan_to_num(rho))
 
     e = resid(y)
-    obs = stat(e)
-    base = norm.ppf(np.arange(1.0, m + 1) / (m + 1)) if shared else e
-    null = np.array([strength(stat(resid(base[p]))).max() for p in perms])
+    yc = y - y.mean()
+    if e @ e <= 1e-18 * max(yc @ yc, 1e-300):
+        e = np.zeros(m)
+    obs = stat(student(e))
+    if shared:
+        base = norm.ppf(np.arange(1.0, m + 1) / (m + 1))
+        xs = [resid(base[p], z) for p in perms]
+        null = np.array([strength(stat(resid(x / spread(x), z))).max() for x in xs])
+        return obs, null, g
+    s0 = spread(e)
+    null = np.array([strength(stat(student(resid(s0 * (e / s0)[p])))).max() for p in perms])
     return obs, null, g
 
 
