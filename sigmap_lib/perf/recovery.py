@@ -134,6 +134,7 @@ def reference_test(
         pooled_strata,
         quality_basis,
         quality_blocks,
+        score_basis,
         stratified_permutations,
     )
 
@@ -141,7 +142,7 @@ def reference_test(
     d, m = v.shape
     g = -v.mean(axis=0)
     pooled = pooled_strata(strata)
-    q = quality_basis(g, pooled)
+    q = score_basis(quality_basis(g, pooled), g, y)  # units and scores on the same basis
     blocks = quality_blocks(g, pooled)
     r = v - (v @ q) @ q.T
 
@@ -492,7 +493,7 @@ def main(argv: list[str] | None = None) -> dict:
     if args.quick:
         args.runs, args.power_runs, args.units, args.permutations = 20, 5, 2000, 99
     from sigmap_lib.signatures import MIN_MODELS_CALIBRATED
-    from sigmap_lib.studies._paths import shared_data_dir
+    from sigmap_lib.studies import shared_data_dir
 
     specs = [
         s for s in SCENARIOS if (args.only is None or s[0] in args.only) and not args.skip_synthetic

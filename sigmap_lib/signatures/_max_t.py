@@ -441,22 +441,76 @@ def score_scale(e: Any, ghat: Any) -> np.ndarray:
     return s[:, 0] if one else s
 
 
-#: Interior knots the score side may add to the quality basis (chosen per benchmark by
-#: generalized cross-validation; the base basis is always a candidate).
+#: Knots of the cubic spline a benchmark's quality basis may gain (chosen per benchmark by
+#: the BIC of its scores' fit; the base basis is always a candidate).
 SCORE_KNOTS = (3, 5, 8, 12)
 
 
+def _widened(basis: np.ndarray, ghat: np.ndarray, n_knots: int) -> np.ndarray:
+    """``basis`` and a cubic spline of ``ĝ`` with ``n_knots`` quantile knots,
+    orthonormalized (``basis`` itself for ``n_knots = 0``)."""
+    from sklearn.preprocessing import SplineTransformer
+
+    if n_knots == 0:
+        return basis
+    g = np.asarray(ghat, dtype=np.float64).reshape(-1)
+    z = ((g - g.mean()) / g.std())[:, None]
+    st = SplineTransformer(n_knots=n_knots, degree=3, knots="quantile", extrapolation="linear")
+    u, sv, _ = np.linalg.svd(np.hstack([basis, st.fit_transform(z)]), full_matrices=False)
+    return np.ascontiguousarray(u[:, sv > 1e-10 * sv[0]])
+
+
+def score_knots(basis: np.ndarray, ghat: Any, y: Any) -> int:
+    """How many knots the quality spline of one benchmark's scores gets (``0``: none beyond
+    ``basis``): the candidate of :data:`SCORE_KNOTS` with the smallest BIC
+    ``m·ln(RSS/m) + ln(m)·q`` of the least-squares fit, among those leaving
+    :data:`MIN_RESIDUAL_DF` degrees of freedom (see :func:`score_basis`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import quality_basis, score_knots
+    >>> g = np.linspace(-2.0, 2.0, 40)
+    >>> noise = 0.05 * np.random.default_rng(3).standard_normal(40)
+    >>> score_knots(quality_basis(g), g, 0.5 * g + noise)  # smooth: nothing added
+    0
+    >>> score_knots(quality_basis(g), g, (g > 0.3) + noise) > 0  # a step
+    True
+    """
+    g = np.asarray(ghat, dtype=np.float64).reshape(-1)
+    yy = np.asarray(y, dtype=np.float64).reshape(-1)
+    m = g.size
+
+    def bic(q: np.ndarray) -> float:
+        r = yy - q @ (q.T @ yy)
+        return m * float(np.log(max(float(r @ r), 1e-300) / m)) + np.log(m) * q.shape[1]
+
+    best, best_bic = 0, bic(basis)
+    if g.std() <= 1e-12 * max(1.0, float(np.abs(g).max())):
+        return best
+    for n in SCORE_KNOTS:
+        if m - (basis.shape[1] + n + 2) < MIN_RESIDUAL_DF:
+            break
+        q = _widened(basis, g, n)
+        if q.shape[1] <= basis.shape[1]:  # the same span (3 knots: the base spline)
+            continue
+        v = bic(q) if q.shape[1] < m - 1 else np.inf
+        if v < best_bic:
+            best, best_bic = n, v
+    return best
+
+
 def score_basis(basis: np.ndarray, ghat: Any, y: Any) -> np.ndarray:
-    """The quality basis of one benchmark's scores: ``basis`` widened by a cubic spline of
-    ``ĝ`` with as many knots as generalized cross-validation chooses.
+    """The quality basis of one benchmark: ``basis`` widened by a cubic spline of ``ĝ``
+    with as many knots as the BIC of the scores' fit chooses (:func:`score_knots`).
 
     Scores can bend where units do not (a hinge where a benchmark leaves chance, a step, a
     sharp logistic): what the basis misses of them is a function of ``ĝ`` that stays in the
     residual and, against units that miss their own shapes, shifts every statistic. The
     candidates are ``basis`` itself and ``basis`` plus a cubic spline (quantile knots) with
-    ``n`` knots for ``n`` in :data:`SCORE_KNOTS`, as long as :data:`MIN_RESIDUAL_DF` degrees
-    of freedom remain; the one with the smallest GCV ``m·RSS / (m − q)²`` is returned. The
-    result contains ``basis`` (nested), so residuals on it are orthogonal to ``basis`` too.
+    ``n`` knots for ``n`` in :data:`SCORE_KNOTS`. The result contains ``basis`` (nested).
+    Units and scores of the benchmark are both residualized on it (benchmarks that choose
+    the same knots share one pass over the units).
 
     Parameters
     ----------
@@ -473,41 +527,18 @@ def score_basis(basis: np.ndarray, ghat: Any, y: Any) -> np.ndarray:
 
     Examples
     --------
+    A step in the scores widens the basis, and the result still spans the base basis:
+
     >>> import numpy as np
     >>> from sigmap_lib.signatures import quality_basis, score_basis
     >>> g = np.linspace(-2.0, 2.0, 40)
     >>> q = quality_basis(g)
-    >>> noise = 0.05 * np.random.default_rng(0).standard_normal(40)
-    >>> score_basis(q, g, 0.5 * g + noise).shape[1] == q.shape[1]  # smooth: kept
-    True
-    >>> score_basis(q, g, (g > 0.3) + noise).shape[1] > q.shape[1]  # a step: widened
-    True
+    >>> qb = score_basis(q, g, (g > 0.3) + 0.05 * np.sin(7.0 * g))
+    >>> qb.shape[1] > q.shape[1], bool(np.allclose(qb @ (qb.T @ q), q))
+    (True, True)
     """
-    from sklearn.preprocessing import SplineTransformer
-
     g = np.asarray(ghat, dtype=np.float64).reshape(-1)
-    yy = np.asarray(y, dtype=np.float64).reshape(-1)
-    m = g.size
-    sd = g.std()
-
-    def gcv(q: np.ndarray) -> float:  # BIC of the least-squares fit
-        r = yy - q @ (q.T @ yy)
-        return m * float(np.log(max(float(r @ r), 1e-300) / m)) + np.log(m) * q.shape[1]
-
-    best, best_gcv = basis, gcv(basis)
-    if sd <= 1e-12 * max(1.0, float(np.abs(g).max())):
-        return best
-    z = ((g - g.mean()) / sd)[:, None]
-    for n in SCORE_KNOTS:
-        if m - (basis.shape[1] + n + 2) < MIN_RESIDUAL_DF:
-            break
-        st = SplineTransformer(n_knots=n, degree=3, knots="quantile", extrapolation="linear")
-        u, sv, _ = np.linalg.svd(np.hstack([basis, st.fit_transform(z)]), full_matrices=False)
-        q = u[:, sv > 1e-10 * sv[0]]
-        v = gcv(q) if q.shape[1] < m - 1 else np.inf
-        if v < best_gcv:
-            best, best_gcv = q, v
-    return np.ascontiguousarray(best)
+    return _widened(basis, g, score_knots(basis, g, y))
 
 
 def studentized(e: np.ndarray, basis: np.ndarray, ghat: np.ndarray) -> np.ndarray:
@@ -683,6 +714,32 @@ def _normal_scores(m: int) -> np.ndarray:
     return norm.ppf(np.arange(1.0, m + 1.0) / (m + 1.0))
 
 
+def _split_by_basis(
+    y: np.ndarray,
+    sums: np.ndarray | None,
+    groups: list[tuple[np.ndarray, np.ndarray]],
+    partial: bool,
+    strata: np.ndarray | None,
+    n_units: int,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]]:
+    """``(mask, cols, basis, ĝ)`` per group of benchmarks that share their scored models
+    and (calibrated) their quality basis: each benchmark's basis is widened as its scores
+    need (:func:`score_knots`), so benchmarks of one model set may split."""
+    if not partial:
+        return [(mask, cols, None, None) for mask, cols in groups]
+    assert sums is not None
+    out = []
+    for mask, cols in groups:
+        ghat = -sums[mask] / max(n_units, 1)
+        q = quality_basis(ghat, pooled_strata(None if strata is None else strata[mask]))
+        by_knots: dict[int, list[int]] = {}
+        for b in cols.tolist():
+            by_knots.setdefault(score_knots(q, ghat, y[mask, b]), []).append(b)
+        for n, bs in by_knots.items():
+            out.append((mask, np.asarray(bs), _widened(q, ghat, n), ghat))
+    return out
+
+
 def build_design(
     y: np.ndarray,
     sums: np.ndarray | None,
@@ -709,29 +766,22 @@ def build_design(
     out: list[Group] = []
     null_at = 0
     shared_perms: np.ndarray | None = None
-    for mask, cols in groups:
+    for mask, cols, q, ghat in _split_by_basis(y, sums, groups, partial, strata, n_units):
         mg = int(mask.sum())
         yg = y[np.ix_(mask, cols)]
-        ghat = q = lab = blocks = None
+        lab = blocks = None
         if partial:
-            assert sums is not None
-            ghat = -sums[mask] / max(n_units, 1)
             lab = None if strata is None else strata[mask]
-            pooled = pooled_strata(lab)
-            q = quality_basis(ghat, pooled)
-            blocks = quality_blocks(ghat, pooled)
+            blocks = quality_blocks(ghat, pooled_strata(lab))
         obs = np.zeros((mg, len(cols)))
         den = np.ones(len(cols))
         reasons: list[str | None] = [None] * len(cols)
         bases: list[np.ndarray] = []
         scales: list[np.ndarray] = []
-        qbs: list[np.ndarray] = []  # the score side's basis of each benchmark
         for j in range(len(cols)):
             if partial:
                 assert q is not None
-                qj = score_basis(q, ghat, yg[:, j])
-                qbs.append(qj)
-                e = _residualize(yg[:, j : j + 1], qj)[:, 0]
+                e = _residualize(yg[:, j : j + 1], q)[:, 0]
                 yc = yg[:, j] - yg[:, j].mean()
                 if float(e @ e) <= 1e-18 * max(float(yc @ yc), 1e-300):
                     reasons[j] = (
@@ -743,7 +793,7 @@ def build_design(
                 # the residual, studentized by its spread along ĝ; the permutations move
                 # the studentized residual and put the fitted spread back (Freedman–Lane)
                 s0 = score_scale(e, ghat)
-                t = studentized(e[:, None], qj, ghat)
+                t = studentized(e[:, None], q, ghat)
                 r2, nr = _pearson_cols(t) if pearson else _crank2(t)
                 obs[:, j], den[j] = -r2[:, 0], nr[0]
                 bases.append(e / s0)
@@ -791,10 +841,9 @@ def build_design(
             # unit's statistic and a permutation maximum of the same ranks are equal floats)
             assert q is not None
             col = _pearson_cols if pearson else _crank2
-            qn = qbs if not shared else [q]
             ranked = [
-                col(studentized(_residualize(sc[:, None] * v, qj), qj, ghat))
-                for v, sc, qj in zip(null_cols, scales, qn)
+                col(studentized(_residualize(sc[:, None] * v, q), q, ghat))
+                for v, sc in zip(null_cols, scales)
             ]
             null_cols = [-r2 for r2, _ in ranked]
             den_null = np.concatenate([nr for _, nr in ranked])

@@ -57,7 +57,6 @@ def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearm
     if strata is not None:
         lab = pooled_strata(strata)
         z = np.column_stack([z] + [(lab == s).astype(float) for s in np.unique(lab)])
-    coef, *_ = np.linalg.lstsq(z, v.T, rcond=None)
     zs = (g - g.mean()) / g.std()
     # the score side's design: z, or z and a cubic spline, whichever has the smallest BIC
     designs = [z]
@@ -76,12 +75,15 @@ def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearm
         return m * np.log(max(ssr, 1e-300) / m) + np.log(m) * np.linalg.matrix_rank(x)
 
     zy = designs[int(np.argmin([bic(x) for x in designs]))]
+    # units and scores are both residualized on the benchmark's design
+    coef, *_ = np.linalg.lstsq(zy, v.T, rcond=None)
+    z_units = zy
 
     def spread(e):  # exp of the OLS fit of log|e| on [1, z(g)]
         a = np.log(np.abs(e) + 1e-9 * max(np.abs(e).max(), 1e-300))
         return np.exp(sm.OLS(a, sm.add_constant(zs)).fit().fittedvalues)
 
-    ru = v - (z @ coef).T
+    ru = v - (z_units @ coef).T
     tiny = np.linalg.norm(ru, axis=1) <= 1e-7 * np.linalg.norm(v - v.mean(1, keepdims=True), axis=1)
 
     def resid(w, x=zy):

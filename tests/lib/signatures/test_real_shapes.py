@@ -114,10 +114,11 @@ def test_the_statistic_is_the_spearman_correlation_of_its_definition(seed: int) 
     y = w.scores[:, 0]
     q = quality_basis(g)
     qb = score_basis(q, g, y)
+    assert qb.shape[1] > q.shape[1]  # a sharp logistic: the basis is widened
     e = y - qb @ (qb.T @ y)
     t = e / score_scale(e, g)
     t = t - qb @ (qb.T @ t)
-    r = v - (v @ q) @ q.T
+    r = v - (v @ qb) @ qb.T  # units on the benchmark's basis too
     ref = np.array([spearmanr(r[j], t).statistic for j in range(v.shape[0])])
     # the signature's units are the strongest, with the sign "better models less perplexed"
     top = np.argsort(-np.abs(ref), kind="stable")[:5]
