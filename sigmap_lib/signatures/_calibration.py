@@ -37,8 +37,11 @@ score; ``m = |S|``):
    ``shared_null`` one set of ``P`` columns serves every benchmark of the model set:
    permuted normal scores ``Φ⁻¹(i/(m+1))`` in a random order, residualized on ``Q`` (an
    approximation: the residual's own values are replaced by normal-shaped ones). The design
-   allows ``Π_b n_b!`` distinct permutations (``Calibration.n_distinct_permutations``);
-   fewer than 1,000 are refused.
+   allows ``Π_b n_b!`` distinct permutations (``Calibration.n_distinct_permutations``):
+   13,824 or more without strata (three blocks of 4 at m = 12), and at least 2,592 in every
+   stratified design that keeps the :data:`MIN_RESIDUAL_DF` residual degrees of freedom the
+   test requires (m = 12–24, every layout of strata; the fewest: 14 models in strata of 6,
+   6 and 2), so the degrees-of-freedom rule is the one that refuses.
 
 Why (derivation). Freedman–Lane's permutation null is exact when the score errors are
 exchangeable given the nuisance fit; it needs nothing of the units. With real LLMs the units
@@ -119,7 +122,6 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.signatures._max_t import (
-    BLOCK_MODELS,
     MIN_MODELS_CALIBRATED,
     MIN_RESIDUAL_DF,
     MIN_STRATUM_MODELS,
@@ -129,7 +131,6 @@ from sigmap_lib.signatures._max_t import (
     max_t_pass,
     pooled_strata,
     quality_basis,
-    quality_blocks,
     value_sums,
 )
 from sigmap_lib.signatures._statistics import (
@@ -138,9 +139,6 @@ from sigmap_lib.signatures._statistics import (
 )
 
 CALIBRATED_METHODS = ("calibrated", "calibrated-marginal")
-#: Fewer distinct permutations than this and the Monte-Carlo null is too coarse to trust
-#: (at 1,000, a p-value of 0.05 is 50 arrangements); the calibrated test refuses.
-MIN_DISTINCT_PERMUTATIONS = 1000
 FWER_SCOPES = ("benchmark", "all")
 PARTIAL_STATISTICS = ("spearman", "pearson")
 
@@ -391,14 +389,6 @@ def check_calibrated_models(m: int, strata: Any = None, name: str = "") -> None:
                 f"fewer than {MIN_STRATUM_MODELS} models pooled) leave {m - q} residual "
                 "degrees of freedom after the quality basis and the strata; the calibrated "
                 f"test needs >= {MIN_RESIDUAL_DF}: merge small strata or score more models"
-            )
-        n_perm = distinct_permutations(quality_blocks(np.linspace(0.0, 1.0, m), pooled))
-        if n_perm < MIN_DISTINCT_PERMUTATIONS:
-            raise SigmapInputError(
-                f"{where}{m} scored models in these strata allow only {n_perm} distinct "
-                f"permutations (within strata, blocks of {BLOCK_MODELS} models of similar "
-                f"quality); the calibrated test needs >= {MIN_DISTINCT_PERMUTATIONS}: merge "
-                "small strata or score more models"
             )
 
 

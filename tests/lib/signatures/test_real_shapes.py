@@ -170,3 +170,32 @@ def test_real_families_as_strata_keep_power(shared_data) -> None:
                 # 39 families, most of one or two models: pooled, and still plenty to permute
                 assert sig.calibration.n_distinct_permutations > 1e20
     assert found["none"] > 0 and found["families"] >= 0.5 * found["none"]
+
+
+def _partitions(n: int, largest: int | None = None):
+    """All partitions of ``n`` into positive parts (non-increasing)."""
+    largest = n if largest is None else largest
+    if n == 0:
+        yield []
+        return
+    for k in range(min(n, largest), 0, -1):
+        for rest in _partitions(n - k, k):
+            yield [k, *rest]
+
+
+def test_every_design_the_test_accepts_allows_many_permutations() -> None:
+    from sigmap_lib.errors import SigmapInputError
+    from sigmap_lib.signatures import MIN_MODELS_CALIBRATED, check_calibrated_models
+
+    accepted = 0
+    for m in range(MIN_MODELS_CALIBRATED, 25):
+        for sizes in _partitions(m):
+            lab = np.repeat(np.arange(len(sizes)), sizes)
+            try:
+                check_calibrated_models(m, lab if len(sizes) > 1 else None)
+            except SigmapInputError:
+                continue
+            accepted += 1
+            blocks = quality_blocks(np.linspace(0.0, 1.0, m), pooled_strata(lab))
+            assert distinct_permutations(blocks) >= 2592, (m, sizes)  # 14 models: 6, 6, 2
+    assert accepted > 1000
