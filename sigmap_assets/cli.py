@@ -496,6 +496,10 @@ def cmd_realdata(args: argparse.Namespace) -> int:
         from sigmap_lib.studies import published_scoring_validation
 
         result = {v: published_scoring_validation(data, v) for v in ("B", "A")}
+    elif args.what == "signatures":
+        from sigmap_lib.studies import real_model_signatures
+
+        result = real_model_signatures(data)
     elif args.what == "heldout":
         from sigmap_lib.studies import DEFAULT_STEMS, heldout_reconstruction
 
@@ -575,7 +579,7 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="what is materialized")
     st.set_defaults(func=cmd_status)
     rd = sub.add_parser("realdata", help="analyses of the real public data in ../shared/data")
-    rd.add_argument("what", choices=["overlap", "metabench", "heldout", "scoring"])
+    rd.add_argument("what", choices=["overlap", "metabench", "heldout", "scoring", "signatures"])
     rd.add_argument("--data", help="path to shared/data")
     rd.set_defaults(func=cmd_realdata)
     from sigmap_assets.cli_metabench import add_parser as add_metabench

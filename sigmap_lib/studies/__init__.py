@@ -18,6 +18,7 @@ from ._r_comparison import (
 from ._realdata import (
     real_data_overlap_summary,
 )
+from ._realmodels import real_model_signatures
 from ._scoring import published_scoring_validation
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "r_refit_params",
     "real_data_overlap_summary",
     "real_data_validation",
+    "real_model_signatures",
     "shared_data_dir",
     "write_example_data",
 ]
