@@ -49,14 +49,14 @@ def test_bad_inputs_name_the_file_and_column(tmp_path: Path) -> None:
     with pytest.raises(SigmapInputError, match="column 'm1' is not a"):
         read_perplexity_correlations(tmp_path)
     _write(tmp_path, COLS, "d1,0.9,\n", "arc_easy,0.3,0.4\n")
-    with pytest.raises(SigmapInputError, match="non-finite value in column .*o/m2"):
+    with pytest.raises(SigmapInputError, match=r"non-finite value in column .*o/m2"):
         read_perplexity_correlations(tmp_path)
     _write(tmp_path, COLS, "d1,0.9,1.0\nd1,0.8,0.9\n", "arc_easy,0.3,0.4\n")
     with pytest.raises(SigmapInputError, match="document id 'd1' appears twice"):
         read_perplexity_correlations(tmp_path)
     (tmp_path / BPB_FILE).write_text(f"id,{COLS}\nd1,0.9,1.0\n")
     (tmp_path / ERROR_FILE).write_text("benchmark,\"('a', 'o/m1')\"\narc_easy,0.3\n")
-    with pytest.raises(SigmapInputError, match="no column for model .*o/m2"):
+    with pytest.raises(SigmapInputError, match=r"no column for model .*o/m2"):
         read_perplexity_correlations(tmp_path)
 
 
