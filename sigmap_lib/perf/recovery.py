@@ -142,9 +142,10 @@ def reference_test(
     d, m = v.shape
     g = -v.mean(axis=0)
     pooled = pooled_strata(strata)
-    q = score_basis(quality_basis(g, pooled), g, y)  # units and scores on the same basis
+    q0 = quality_basis(g, pooled)
+    q = score_basis(q0, g, y)  # the scores' basis, widened as they need (⊇ q0)
     blocks = quality_blocks(g, pooled)
-    r = v - (v @ q) @ q.T
+    r = v - (v @ q0) @ q0.T
 
     def spread(e: np.ndarray) -> np.ndarray:  # exp of the OLS fit of log|e| on [1, z(g)]
         x = np.column_stack([np.ones(m), (g - g.mean()) / g.std()])

@@ -75,9 +75,9 @@ def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearm
         return m * np.log(max(ssr, 1e-300) / m) + np.log(m) * np.linalg.matrix_rank(x)
 
     zy = designs[int(np.argmin([bic(x) for x in designs]))]
-    # units and scores are both residualized on the benchmark's design
-    coef, *_ = np.linalg.lstsq(zy, v.T, rcond=None)
-    z_units = zy
+    # units on the base design, scores on their own
+    coef, *_ = np.linalg.lstsq(z, v.T, rcond=None)
+    z_units = z
 
     def spread(e):  # exp of the OLS fit of log|e| on [1, z(g)]
         a = np.log(np.abs(e) + 1e-9 * max(np.abs(e).max(), 1e-300))

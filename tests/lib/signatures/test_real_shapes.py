@@ -118,7 +118,7 @@ def test_the_statistic_is_the_spearman_correlation_of_its_definition(seed: int) 
     e = y - qb @ (qb.T @ y)
     t = e / score_scale(e, g)
     t = t - qb @ (qb.T @ t)
-    r = v - (v @ qb) @ qb.T  # units on the benchmark's basis too
+    r = v - (v @ q) @ q.T  # units on the base basis
     ref = np.array([spearmanr(r[j], t).statistic for j in range(v.shape[0])])
     # the signature's units are the strongest, with the sign "better models less perplexed"
     top = np.argsort(-np.abs(ref), kind="stable")[:5]
