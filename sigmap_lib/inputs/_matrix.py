@@ -48,6 +48,12 @@ class ModelMatrix:
     benchmarks: list[str]
     errors: np.ndarray
 
+    def score_transforms(self) -> dict[str, str]:
+        """How :meth:`scores` turns each benchmark's stored value into higher-is-better."""
+        return {
+            b: "1 - error" if b in ERROR_RATE_ROWS else "-log(perplexity)" for b in self.benchmarks
+        }
+
     def scores(self) -> np.ndarray:
         """Higher-is-better scores ``(n_models, n_benchmarks)``: ``1 − error`` for the error
         rates (accuracy), ``−log(perplexity)`` for the perplexities."""

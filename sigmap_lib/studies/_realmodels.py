@@ -15,7 +15,7 @@ from sigmap_lib.signatures import extract_signatures
 def real_model_signatures(
     data: str | Path, *, n_permutations: int = 999, seed: int = 0
 ) -> dict[str, Any]:
-    """Per benchmark, the documents each signature method claims on the 89 real models.
+    r"""Per benchmark, the documents each signature method claims on the 89 real models.
 
     Scores are made higher-is-better (``1 − error``, ``−log perplexity``); the methods are
     the calibrated default, the default with the real families as ``strata``, the paper's
@@ -36,6 +36,32 @@ def real_model_signatures(
         variance of the documents standardized across models held by the first factor) and
         ``benchmarks``: name → per method the number of documents and their ids (the
         calibrated ones with threshold and distinct permutations).
+
+    Examples
+    --------
+    The smallest layout: 24 models of 3 families, 200 documents, two benchmarks; document
+    0 tracks ARC-Easy beyond general quality:
+
+    >>> import numpy as np
+    >>> from pathlib import Path
+    >>> from sigmap_lib.studies import real_model_signatures
+    >>> rng = np.random.default_rng(0)
+    >>> g, z = rng.standard_normal(24), rng.standard_normal(24)
+    >>> bpb = 1.0 - 0.1 * g + 0.02 * rng.standard_normal((200, 24))
+    >>> bpb[0] = 1.0 - 0.1 * g - 0.02 * z
+    >>> cols = [f"\"('f{k % 3}', 'org/m{k}')\"" for k in range(24)]
+    >>> rows = lambda names, x: [f"{n}," + ",".join(map(str, r)) for n, r in zip(names, x)]
+    >>> Path("data/realmodels").mkdir(parents=True)
+    >>> _ = Path("data/realmodels/perplexity_correlations_synthetic_bpb_id.csv").write_text(
+    ...     "\n".join(["id," + ",".join(cols), *rows([f"d{j}" for j in range(200)], bpb)]))
+    >>> err = [0.5 - 0.1 * g - 0.05 * z, np.exp(3.0 - 0.5 * g)]
+    >>> _ = Path("data/realmodels/perplexity_correlations_error.csv").write_text(
+    ...     "\n".join(["benchmark," + ",".join(cols), *rows(["arc_easy", "lambada"], err)]))
+    >>> out = real_model_signatures("data", n_permutations=99)
+    >>> out["models"], out["families"], out["score_transform"]["lambada"]
+    (24, 3, '-log(perplexity)')
+    >>> out["benchmarks"]["arc_easy"]["calibrated"]["documents"]
+    ['d0']
     """
     mm = read_perplexity_correlations(Path(data) / "realmodels")
     y = mm.scores()
@@ -47,10 +73,7 @@ def real_model_signatures(
         "documents": len(mm.unit_ids),
         "families": int(np.unique(mm.families).size),
         "first_factor_share": float(sv[0] / sv.sum()),
-        "score_transform": {
-            b: ("1 - error" if b in ("arc_easy", "piqa", "sciq") else "-log(perplexity)")
-            for b in mm.benchmarks
-        },
+        "score_transform": mm.score_transforms(),
         "benchmarks": {},
     }
     runs = {
