@@ -144,7 +144,7 @@ def reference_test(
     pooled = pooled_strata(strata)
     q0 = quality_basis(g, pooled)
     q = score_basis(q0, g, y)  # the scores' basis, widened as they need (⊇ q0)
-    blocks = quality_blocks(g, pooled)
+    blocks = quality_blocks(g, pooled, scores=y)
     r = v - (v @ q0) @ q0.T
 
     def spread(e: np.ndarray) -> np.ndarray:  # exp of the OLS fit of log|e| on [1, z(g)]

@@ -339,9 +339,18 @@ def pooled_strata(strata: Any, min_models: int = MIN_STRATUM_MODELS) -> np.ndarr
     return np.where(small, POOLED_STRATUM, lab)
 
 
-def quality_blocks(ghat: Any, strata: Any = None, size: int = BLOCK_MODELS) -> np.ndarray:
+def quality_blocks(
+    ghat: Any, strata: Any = None, size: int = BLOCK_MODELS, scores: Any = None
+) -> np.ndarray:
     """Permutation blocks: within each stratum, the models sorted by general quality and cut
-    into ``max(1, round(n / size))`` consecutive blocks of near-equal size.
+    into ``K = max(1, round(n / size))`` runs of consecutive models.
+
+    Without ``scores`` the runs have near-equal sizes. With ``scores`` the cuts fall where the
+    scores jump: among all cuts into ``K`` runs of ``size − 1 .. 2·size − 1`` models, the one
+    with the least within-run sum of squares of the standardized scores (summed over the
+    score columns), found exactly by dynamic programming. A score that steps along ``ĝ``
+    (accuracy bands, a capability that switches on) then keeps each model in the band it
+    came from under the null, where runs of fixed size would straddle the jump.
 
     Parameters
     ----------
@@ -351,11 +360,14 @@ def quality_blocks(ghat: Any, strata: Any = None, size: int = BLOCK_MODELS) -> n
         Labels (already pooled, :func:`pooled_strata`); blocks never cross them.
     size : int
         Target models per block.
+    scores : array_like, shape (m,) or (m, n_bench), optional
+        The benchmark scores the blocks are cut for.
 
     Returns
     -------
     numpy.ndarray of int, shape (m,)
-        The block of each model (``0 .. n_blocks − 1``).
+        The block of each model (``0 .. n_blocks − 1``), numbered in quality order within
+        each stratum.
 
     Examples
     --------
@@ -365,6 +377,9 @@ def quality_blocks(ghat: Any, strata: Any = None, size: int = BLOCK_MODELS) -> n
     [1, 0, 1, 0, 1, 0, 1, 0]
     >>> quality_blocks(np.arange(6.0), strata=["a", "b"] * 3, size=3).tolist()
     [0, 1, 0, 1, 0, 1]
+    >>> step = np.array([0, 0, 0, 1, 1, 1, 1, 1.0])  # jumps after the third model
+    >>> quality_blocks(np.arange(8.0), scores=step).tolist()
+    [0, 0, 0, 1, 1, 1, 1, 1]
     """
     g = np.asarray(ghat, dtype=np.float64).reshape(-1)
     m = g.size
@@ -376,14 +391,53 @@ def quality_blocks(ghat: Any, strata: Any = None, size: int = BLOCK_MODELS) -> n
             raise SigmapInputError(f"strata: {lab.size} labels for {m} models")
         _, codes = np.unique(lab, return_inverse=True)
         groups = [np.flatnonzero(codes == c) for c in range(int(codes.max()) + 1)]
+    y = None
+    if scores is not None:
+        y = np.asarray(scores, dtype=np.float64).reshape(m, -1)
+        sd = y.std(axis=0)
+        y = (y - y.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
     out = np.empty(m, dtype=np.int64)
     nxt = 0
     for idx in groups:
         order = idx[np.argsort(g[idx], kind="stable")]
-        for chunk in np.array_split(order, max(1, round(order.size / size))):
-            out[chunk] = nxt
+        k = max(1, round(order.size / size))
+        if y is None:
+            runs = np.array_split(np.arange(order.size), k)
+        else:
+            runs = _least_squares_runs(y[order], k, size)
+        for run in runs:
+            out[order[run]] = nxt
             nxt += 1
     return out
+
+
+def _least_squares_runs(y: np.ndarray, k: int, size: int) -> list[np.ndarray]:
+    """The cut of the rows of ``y (n, c)`` into ``k`` runs of ``size − 1 .. 2·size − 1`` rows
+    (widened when ``n`` needs it) with the least total within-run sum of squares."""
+    n = y.shape[0]
+    lo = min(max(2, size - 1), n // k)
+    hi = max(2 * size - 1, -(-n // k))
+    c1 = np.vstack([np.zeros((1, y.shape[1])), np.cumsum(y, axis=0)])
+    c2 = np.concatenate([[0.0], np.cumsum((y * y).sum(axis=1))])
+    best = np.full((k + 1, n + 1), np.inf)
+    best[0, 0] = 0.0
+    start = np.zeros((k + 1, n + 1), dtype=np.int64)
+    for j in range(1, k + 1):
+        for b in range(j * lo, n + 1):
+            a = np.arange(max(0, b - hi), b - lo + 1)
+            if a.size == 0:
+                continue
+            s = c1[b] - c1[a]
+            cost = best[j - 1, a] + c2[b] - c2[a] - (s * s).sum(axis=1) / (b - a)
+            i = int(np.argmin(cost))
+            best[j, b], start[j, b] = cost[i], a[i]
+    runs: list[np.ndarray] = []
+    b = n
+    for j in range(k, 0, -1):
+        a = int(start[j, b])
+        runs.append(np.arange(a, b))
+        b = a
+    return runs[::-1]
 
 
 def distinct_permutations(blocks: Any) -> int:
@@ -753,7 +807,7 @@ def build_design(
             lab = None if strata is None else strata[mask]
             pooled = pooled_strata(lab)
             q = quality_basis(ghat, pooled)
-            blocks = quality_blocks(ghat, pooled)
+            blocks = quality_blocks(ghat, pooled, scores=yg)
         obs = np.zeros((mg, len(cols)))
         den = np.ones(len(cols))
         reasons: list[str | None] = [None] * len(cols)

@@ -58,6 +58,52 @@ def test_quality_blocks_are_runs_of_similar_quality_within_strata(seed: int) -> 
         assert (np.diff(blocks[order]) >= 0).all()
 
 
+def _compositions(n: int, k: int, lo: int, hi: int):
+    """Every way to write n as k ordered parts in lo..hi."""
+    if k == 0:
+        if n == 0:
+            yield ()
+        return
+    for first in range(lo, min(hi, n) + 1):
+        for rest in _compositions(n - first, k - 1, lo, hi):
+            yield (first, *rest)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_score_aligned_blocks_are_the_least_squares_cut_by_enumeration(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    m = int(rng.integers(8, 19))
+    g = rng.standard_normal(m)
+    y = rng.standard_normal((m, int(rng.integers(1, 3)))) + 2.0 * (g > 0)[:, None]
+    blocks = quality_blocks(g, scores=y)
+    order = np.argsort(g)
+    z = (y - y.mean(axis=0)) / y.std(axis=0)
+    zs = z[order]
+
+    def cost(sizes: tuple[int, ...]) -> float:
+        edges = np.cumsum((0, *sizes))
+        return sum(float(((zs[a:b] - zs[a:b].mean(axis=0)) ** 2).sum()) for a, b in zip(edges[:-1], edges[1:]))
+
+    k = max(1, round(m / BLOCK_MODELS))
+    lo, hi = min(BLOCK_MODELS - 1, m // k), max(2 * BLOCK_MODELS - 1, -(-m // k))
+    best = min(_compositions(m, k, lo, hi), key=cost)
+    got = tuple(int((blocks == b).sum()) for b in range(k))
+    assert (np.diff(blocks[order]) >= 0).all()  # runs consecutive in quality
+    assert cost(got) == pytest.approx(cost(best), rel=1e-12, abs=1e-12)
+
+
+def test_score_aligned_blocks_keep_models_in_their_band_across_a_step() -> None:
+    rng = np.random.default_rng(3)
+    g = np.sort(rng.standard_normal(45))
+    band = np.searchsorted(np.quantile(g, [0.2, 0.4, 0.6, 0.8]), g)
+    y = band + 0.1 * rng.standard_normal(45)
+    aligned = quality_blocks(g, scores=y)
+    fixed = quality_blocks(g)
+    straddles = lambda b: sum(np.unique(band[b == k]).size > 1 for k in np.unique(b))  # noqa: E731
+    assert straddles(aligned) == 0
+    assert straddles(fixed) > 0  # runs of fixed size cut across the bands
+
+
 def test_distinct_permutations_counts_by_brute_force() -> None:
     rng = np.random.default_rng(0)
     blocks = np.array([0, 1, 0, 1, 1, 2, 0])
