@@ -30,15 +30,20 @@ score; ``m = |S|``):
    correlation (positive = better models less perplexed).
 4. **Null**: ``P`` Freedman–Lane permutations of the studentized residual, each multiplied
    back by the fitted spread, re-residualized on ``Q_b``, re-studentized and ranked —
-   permuting **only within blocks** of :data:`~sigmap_lib.signatures.BLOCK_MODELS` = 4 models
-   consecutive in ``ĝ`` (:func:`~sigmap_lib.signatures.quality_blocks`; within strata when
-   given). Per permutation the maximum ``|ρ|`` over all ``d`` units, in the same pass
+   permuting **only within blocks** of models consecutive in ``ĝ``
+   (:func:`~sigmap_lib.signatures.quality_blocks`; within strata when given):
+   ``round(n / 4)`` runs of 3–7 models (:data:`~sigmap_lib.signatures.BLOCK_MODELS` = 4),
+   cut where the benchmark's own scores jump — the cut with the least within-run sum of
+   squares of the scores, by dynamic programming — so a score that steps along quality keeps
+   each model in its band under the null (one cut for all scores with ``shared_null`` or
+   ``fwer="all"``, whose permutations are shared). Per permutation the maximum ``|ρ|`` over all ``d`` units, in the same pass
    (per-chunk or per-shard maxima merge by ``max``: :func:`merge_max_t`). With
    ``shared_null`` one set of ``P`` columns serves every benchmark of the model set:
    permuted normal scores ``Φ⁻¹(i/(m+1))`` in a random order, residualized on ``Q`` (an
    approximation: the residual's own values are replaced by normal-shaped ones). The design
    allows ``Π_b n_b!`` distinct permutations (``Calibration.n_distinct_permutations``):
-   13,824 or more without strata (three blocks of 4 at m = 12), and at least 2,592 in every
+   13,824 or more without strata (three blocks of 4 at m = 12; a cut of unequal runs only
+   adds permutations, since ``Π n_b!`` is least for the most equal cut), and at least 2,592 in every
    stratified design that keeps the :data:`MIN_RESIDUAL_DF` residual degrees of freedom the
    test requires (m = 12–24, every layout of strata; the fewest: 14 models in strata of 6,
    6 and 2), so the degrees-of-freedom rule is the one that refuses.
@@ -58,9 +63,12 @@ among neighbours in quality keeps any remaining function of ``ĝ``, and any rema
 spread, nearly in place under the null. Each alone left a shape failing (measured:
 knots alone fail the step and the spread; blocks alone fail the sharp logistic); the three
 together hold the level on every shape measured (``sigmap bench recovery``,
-docs/RESULTS.md), with one exception measured: real ARC-Easy accuracies shuffled within
-quintiles of quality on all 89 real models (0.068 in 1,000 runs), where blocks straddle the
-quintile steps of both the mean and the spread (blocks aligned with the quintiles: 0.032).
+docs/RESULTS.md). Blocks of a fixed size fail one shape: real ARC-Easy accuracies shuffled
+within quintiles of quality on all 89 real models (0.068 in 1,000 runs), where blocks
+straddle the quintile steps of both the mean and the spread; blocks aligned with the
+quintiles gave 0.032, which is what cutting the blocks where the scores jump does without
+knowing the quintiles. Choosing the cut from the scores only groups similar score
+residuals, which brings permutations closer to the identity: conservative, never liberal.
 The cost in power comes from the widened score basis, which a benchmark that did not need it
 sometimes gets (recall at m = 32, ρ = 0.8, d = 2,000 on the same 60 worlds: 0.71, 0.79 with
 the widening switched off, 0.71 with the blocks switched off; against the previous design
@@ -542,7 +550,7 @@ def calibrated_signatures(
             fwer=fwer,
             strata=None if g.strata is None else g.strata.copy(),
             basis_columns=None if g.basis is None else int(g.basis.shape[1]),
-            blocks=None if g.blocks is None else g.blocks.copy(),
+            blocks=None if g.blocks is None else g.blocks[j].copy(),
         )
         out.append(
             CalibratedResult(

@@ -740,7 +740,7 @@ class Group:
     ghat: np.ndarray | None  # (m_g,) general quality (calibrated)
     basis: np.ndarray | None = None  # (m_g, q) orthonormal quality basis (calibrated)
     strata: np.ndarray | None = None  # (m_g,) stratum labels (calibrated, optional)
-    blocks: np.ndarray | None = None  # (m_g,) permutation blocks (calibrated)
+    blocks: list[np.ndarray] | None = None  # per benchmark: (m_g,) permutation blocks
     pearson: bool = False  # calibrated: Pearson of the residuals (else Spearman)
     # per benchmark of the group: (start, stop) of its null columns (global), permutations
     null_span: list[tuple[int, int]] = field(default_factory=list)
@@ -807,7 +807,10 @@ def build_design(
             lab = None if strata is None else strata[mask]
             pooled = pooled_strata(lab)
             q = quality_basis(ghat, pooled)
-            blocks = quality_blocks(ghat, pooled, scores=yg)
+            if shared or fwer == "all":  # one set of permutations: one cut for all scores
+                blocks = [quality_blocks(ghat, pooled, scores=yg)] * len(cols)
+            else:  # each benchmark's permutations within blocks cut for its own scores
+                blocks = [quality_blocks(ghat, pooled, scores=yg[:, j]) for j in range(len(cols))]
         obs = np.zeros((mg, len(cols)))
         den = np.ones(len(cols))
         reasons: list[str | None] = [None] * len(cols)
@@ -841,9 +844,9 @@ def build_design(
                 obs[:, j] = -score_coefficients(yg[:, j]).astype(np.float64)
                 den[j] = 2.0 * thrush_max(yg[:, j])[0]
                 bases.append(obs[:, j])
-        perm_lab = blocks if partial else lab
+        perm_labs = blocks if partial else [lab] * len(cols)
         if fwer == "all" and shared_perms is None:
-            shared_perms = stratified_permutations(rng, p, mg, perm_lab)
+            shared_perms = stratified_permutations(rng, p, mg, perm_labs[0])
         if shared:
             r0 = np.arange(1.0, mg + 1.0)
             if partial:
@@ -855,7 +858,7 @@ def build_design(
             perm_sets = [
                 shared_perms
                 if shared_perms is not None
-                else stratified_permutations(rng, p, mg, perm_lab)
+                else stratified_permutations(rng, p, mg, perm_labs[0])
             ]
             if partial:
                 # normal scores in a random order: the blocks then shuffle a generic
@@ -867,8 +870,8 @@ def build_design(
             perm_sets = [
                 shared_perms
                 if shared_perms is not None
-                else stratified_permutations(rng, p, mg, perm_lab)
-                for _ in cols
+                else stratified_permutations(rng, p, mg, perm_labs[j])
+                for j in range(len(cols))
             ]
             null_cols = [base[ps].T for base, ps in zip(bases, perm_sets)]
             if not partial:

@@ -82,7 +82,10 @@ def test_score_aligned_blocks_are_the_least_squares_cut_by_enumeration(seed: int
 
     def cost(sizes: tuple[int, ...]) -> float:
         edges = np.cumsum((0, *sizes))
-        return sum(float(((zs[a:b] - zs[a:b].mean(axis=0)) ** 2).sum()) for a, b in zip(edges[:-1], edges[1:]))
+        return sum(
+            float(((zs[a:b] - zs[a:b].mean(axis=0)) ** 2).sum())
+            for a, b in itertools.pairwise(edges)
+        )
 
     k = max(1, round(m / BLOCK_MODELS))
     lo, hi = min(BLOCK_MODELS - 1, m // k), max(2 * BLOCK_MODELS - 1, -(-m // k))
@@ -245,3 +248,20 @@ def test_every_design_the_test_accepts_allows_many_permutations() -> None:
             blocks = quality_blocks(np.linspace(0.0, 1.0, m), pooled_strata(lab))
             assert distinct_permutations(blocks) >= 2592, (m, sizes)  # 14 models: 6, 6, 2
     assert accepted > 1000
+
+
+def test_each_benchmark_is_permuted_within_blocks_cut_for_its_own_scores() -> None:
+    rng = np.random.default_rng(5)
+    m, d = 40, 300
+    g = rng.standard_normal(m)
+    values = -g[None, :] + 0.3 * rng.standard_normal((d, m))
+    band = np.searchsorted(np.quantile(g, [0.25, 0.5, 0.75]), g)
+    scores = np.column_stack([band + 0.05 * rng.standard_normal(m), g + rng.standard_normal(m)])
+    sigs = extract_signatures(values, scores, n_permutations=99, seed=0)
+    ghat = -values.mean(axis=0)
+    for j, sig in enumerate(sigs):
+        cal = sig.calibration
+        expect = quality_blocks(ghat, scores=scores[:, j])
+        np.testing.assert_array_equal(cal.blocks, expect)
+        assert (expect[cal.permutations] == expect).all()  # permutations stay in the blocks
+    assert not np.array_equal(sigs[0].calibration.blocks, sigs[1].calibration.blocks)
