@@ -18,6 +18,7 @@ from ._corpus import (
     corpus_files,
     read_corpus,
 )
+from ._direction import SCORE_TRANSFORMS, apply_score_transform, check_direction
 from ._items import (
     ResponseMatrix,
     metabench_questions,
@@ -78,6 +79,7 @@ __all__ = [
     "DEFAULT_UNIT_PATTERN",
     "MISSING_TOKENS",
     "SCORE_SCHEMA",
+    "SCORE_TRANSFORMS",
     "Benchmark",
     "CorpusStore",
     "Document",
@@ -92,10 +94,12 @@ __all__ = [
     "ShardStore",
     "ShardedCorpus",
     "apply_model_match",
+    "apply_score_transform",
     "benchmark_slug",
     "build_corpus_store",
     "catalog_from_dict",
     "char_to_byte_offsets",
+    "check_direction",
     "corpus_file_rows",
     "corpus_files",
     "default_shard_units",

@@ -7,7 +7,9 @@ The catalog is a YAML file (``catalog.yaml`` in a world folder, see docs/FORMATS
         family: ai2
         format: multiple_choice
         function: reasoning
-        score_range: [0, 100]             # optional
+        score_range: [0, 100]             # optional, on the stored (raw) scores
+        direction: higher                 # optional: lower for errors, perplexities
+        transform: x                      # optional: 1 - x, 100 - x, -x, -log(x)
         items: items/arc.parquet          # optional, relative to the YAML folder
         responses: responses/arc.parquet  # optional, relative to the YAML folder
 
@@ -32,9 +34,17 @@ from typing import Any
 import yaml
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs._direction import check_direction
 
 REQUIRED_KEYS: tuple[str, ...] = ("family", "format", "function")
-OPTIONAL_KEYS: tuple[str, ...] = ("score_range", "items", "responses", "description")
+OPTIONAL_KEYS: tuple[str, ...] = (
+    "score_range",
+    "direction",
+    "transform",
+    "items",
+    "responses",
+    "description",
+)
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+-]")
 _MAX_SLUG = 120
 
@@ -62,6 +72,11 @@ class Benchmark:
         Absolute path of the item-level 0/1 response file (``model`` + item columns).
     description : str or None
         Free text.
+    direction : str
+        ``"higher"`` (a larger stored score is better) or ``"lower"`` (errors, perplexities).
+    transform : str
+        How the stored score becomes higher-is-better (:data:`SCORE_TRANSFORMS`:
+        ``x``, ``-x``, ``1 - x``, ``100 - x``, ``-log(x)``).
     """
 
     name: str
@@ -72,6 +87,8 @@ class Benchmark:
     items: Path | None = None
     responses: Path | None = None
     description: str | None = None
+    direction: str = "higher"
+    transform: str = "x"
 
     @property
     def slug(self) -> str:
@@ -203,13 +220,14 @@ def catalog_from_dict(
     >>> catalog = catalog_from_dict({"benchmarks": {"arc": {**entry, "score_range": [0, 100]}}})
     >>> catalog["arc"]
     Benchmark(name='arc', family='ai2', format='multiple_choice', function='reasoning',
-              score_range=(0.0, 100.0), items=None, responses=None, description=None)
+              score_range=(0.0, 100.0), items=None, responses=None, description=None,
+              direction='higher', transform='x')
     >>> catalog_from_dict({"benchmarks": {"arc": {**entry, "familly": "ai2"}}})
     Traceback (most recent call last):
     ...
     sigmap_lib.errors.SigmapInputError: catalog <catalog>, benchmark 'arc': unknown key(s)
-    ['familly']; allowed: ['family', 'format', 'function', 'score_range', 'items',
-    'responses', 'description']
+    ['familly']; allowed: ['family', 'format', 'function', 'score_range', 'direction',
+    'transform', 'items', 'responses', 'description']
     """
     if not isinstance(data, Mapping):
         raise SigmapInputError(
@@ -259,6 +277,9 @@ def catalog_from_dict(
         description = entry.get("description")
         if description is not None and not isinstance(description, str):
             raise SigmapInputError(f"{where}: description must be a string, got {description!r}")
+        direction, transform = check_direction(
+            entry.get("direction"), entry.get("transform"), where
+        )
         slug = benchmark_slug(name)
         key = slug.casefold()
         if key in slugs:
@@ -278,6 +299,8 @@ def catalog_from_dict(
             if responses is None
             else _resolve(responses, base_dir, f"{where}: responses"),
             description=description,
+            direction=direction,
+            transform=transform,
         )
     return out
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.inputs._direction import apply_score_transform
 
 BPB_FILE = "perplexity_correlations_synthetic_bpb_id.csv"
 ERROR_FILE = "perplexity_correlations_error.csv"
@@ -49,19 +50,21 @@ class ModelMatrix:
     errors: np.ndarray
 
     def score_transforms(self) -> dict[str, str]:
-        """How :meth:`scores` turns each benchmark's stored value into higher-is-better."""
-        return {
-            b: "1 - error" if b in ERROR_RATE_ROWS else "-log(perplexity)" for b in self.benchmarks
-        }
+        """The transform (:data:`~sigmap_lib.inputs.SCORE_TRANSFORMS`) that :meth:`scores`
+        applies to each benchmark: ``1 - x`` for the error rates, ``-log(x)`` for the
+        perplexities."""
+        return {b: "1 - x" if b in ERROR_RATE_ROWS else "-log(x)" for b in self.benchmarks}
 
     def scores(self) -> np.ndarray:
         """Higher-is-better scores ``(n_models, n_benchmarks)``: ``1 − error`` for the error
         rates (accuracy), ``−log(perplexity)`` for the perplexities."""
-        out = np.empty_like(self.errors)
-        for b, name in enumerate(self.benchmarks):
-            col = self.errors[:, b]
-            out[:, b] = 1.0 - col if name in ERROR_RATE_ROWS else -np.log(col)
-        return out
+        tr = self.score_transforms()
+        return np.column_stack(
+            [
+                apply_score_transform(self.errors[:, b], tr[name], f"benchmark {name!r}")
+                for b, name in enumerate(self.benchmarks)
+            ]
+        )
 
     def general_quality(self) -> np.ndarray:
         """Minus each model's mean bits per byte over the units, shape (n_models,)."""

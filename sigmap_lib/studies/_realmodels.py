@@ -59,7 +59,7 @@ def real_model_signatures(
     ...     "\n".join(["benchmark," + ",".join(cols), *rows(["arc_easy", "lambada"], err)]))
     >>> out = real_model_signatures("data", n_permutations=99)
     >>> out["models"], out["families"], out["score_transform"]["lambada"]
-    (24, 3, '-log(perplexity)')
+    (24, 3, '-log(x)')
     >>> out["benchmarks"]["arc_easy"]["calibrated"]["documents"]
     ['d0']
     """

@@ -55,6 +55,8 @@ def benchmark_catalog(
             "function": b.function,
             "score_low": b.score_range[0] if b.score_range else None,
             "score_high": b.score_range[1] if b.score_range else None,
+            "direction": b.direction,
+            "transform": b.transform,
             "items": str(b.items) if b.items else None,
             "responses": str(b.responses) if b.responses else None,
         }
@@ -75,7 +77,11 @@ def benchmark_catalog(
             "new_partitions": dg.MetadataValue.json(new),
             "functions": dg.MetadataValue.json(sorted({r["function"] for r in rows})),
             "table": dg.MetadataValue.md(
-                md_table(rows, ["benchmark", "family", "format", "function"], max_rows=100)
+                md_table(
+                    rows,
+                    ["benchmark", "family", "format", "function", "direction", "transform"],
+                    max_rows=100,
+                )
             ),
         },
         data_version=dg.DataVersion(fp),
@@ -143,6 +149,7 @@ def benchmark_scores(
             "registry_models_without_scores": dg.MetadataValue.json(match.unmatched_registry),
             "warnings": dg.MetadataValue.json(validation.warnings),
             "dropped_benchmarks": dg.MetadataValue.json(validation.dropped_benchmarks),
+            "score_transforms": dg.MetadataValue.json(validation.transforms),
             "per_benchmark": dg.MetadataValue.md(md_table(summary.to_dicts(), max_rows=100)),
         },
         data_version=dg.DataVersion(fp),

@@ -31,6 +31,9 @@ class ScoreValidation:
         Size of the validated table.
     sources : list[str]
         Files the table was read from (when known).
+    transforms : dict[str, str]
+        Benchmark -> the catalog's transform that made its scores higher-is-better
+        (``"x"``: none; :data:`sigmap_lib.inputs.SCORE_TRANSFORMS`).
     """
 
     warnings: list[str] = field(default_factory=list)
@@ -40,6 +43,7 @@ class ScoreValidation:
     n_benchmarks: int = 0
     n_scores: int = 0
     sources: list[str] = field(default_factory=list)
+    transforms: dict[str, str] = field(default_factory=dict)
 
     def to_metadata(self) -> dict[str, Any]:
         """Plain JSON-able dict (for asset metadata)."""
@@ -51,6 +55,7 @@ class ScoreValidation:
             "dropped_benchmarks": dict(self.dropped_benchmarks),
             "warnings": list(self.warnings),
             "sources": list(self.sources),
+            "transforms": dict(self.transforms),
         }
 
 
@@ -187,6 +192,8 @@ def validate_scores(
                     f"{where}: {out.height} score(s) of benchmark {b!r} are outside its "
                     f"catalog score_range [{lo:g}, {hi:g}], e.g. {ex}"
                 )
+    if catalog is not None:
+        table = _higher_is_better(table, catalog, names, where, report)
     counts = dict(
         table.group_by("benchmark", maintain_order=True).agg(pl.col("model").n_unique()).iter_rows()
     )
@@ -217,3 +224,29 @@ def validate_scores(
     elif source:
         report.sources = [source]
     return table, report
+
+
+def _higher_is_better(
+    table: pl.DataFrame,
+    catalog: Mapping[str, Any],
+    names: list[str],
+    where: str,
+    report: ScoreValidation,
+) -> pl.DataFrame:
+    """Apply each benchmark's catalog transform (after the range check, which is on the
+    stored values); record the transform of every benchmark in ``report.transforms``."""
+    import numpy as np
+
+    from sigmap_lib.inputs._direction import apply_score_transform
+
+    bench = table["benchmark"].to_numpy()
+    score = table["score"].to_numpy().astype(np.float64, copy=True)
+    changed = False
+    for b in names:
+        t = getattr(catalog.get(b), "transform", "x")
+        report.transforms[b] = t
+        if t != "x":
+            rows = bench == b
+            score[rows] = apply_score_transform(score[rows], t, f"{where}: benchmark {b!r}")
+            changed = True
+    return table.with_columns(pl.Series("score", score)) if changed else table
