@@ -5,7 +5,8 @@
     sigmap check [--world zoo|synthetic|PATH]            validate a world before any compute
     sigmap bench NAME [ARGS...]                          a benchmark; prints one JSON line last
     sigmap sync                                          add partitions for new models/benchmarks
-    sigmap realdata overlap|metabench|heldout|scoring    analyses of ../shared/data
+    sigmap realdata overlap|metabench|heldout|scoring|signatures|findings
+                                                   analyses of ../shared/data
     sigmap metabench export-tasks OUT [--fit P | --published A|B]   lm-eval tasks of a fit's items
     sigmap metabench score LOGS... [--fit P --tasks OUT | --published A|B] [--json]
                                                          θ, scores and intervals from lm-eval logs
@@ -500,6 +501,10 @@ def cmd_realdata(args: argparse.Namespace) -> int:
         from sigmap_lib.studies import real_model_signatures
 
         result = real_model_signatures(data)
+    elif args.what == "findings":
+        from sigmap_lib.studies import real_model_findings
+
+        result = real_model_findings(data, null_runs=args.null_runs)
     elif args.what == "heldout":
         from sigmap_lib.studies import DEFAULT_STEMS, heldout_reconstruction
 
@@ -579,8 +584,13 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="what is materialized")
     st.set_defaults(func=cmd_status)
     rd = sub.add_parser("realdata", help="analyses of the real public data in ../shared/data")
-    rd.add_argument("what", choices=["overlap", "metabench", "heldout", "scoring", "signatures"])
+    rd.add_argument(
+        "what", choices=["overlap", "metabench", "heldout", "scoring", "signatures", "findings"]
+    )
     rd.add_argument("--data", help="path to shared/data")
+    rd.add_argument(
+        "--null-runs", type=int, default=500, help="findings: fresh null draws per null kind"
+    )
     rd.set_defaults(func=cmd_realdata)
     from sigmap_assets.cli_metabench import add_parser as add_metabench
 

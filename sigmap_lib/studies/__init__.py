@@ -18,6 +18,7 @@ from ._r_comparison import (
 from ._realdata import (
     real_data_overlap_summary,
 )
+from ._realfindings import null_scores, real_data_null, real_model_findings
 from ._realmodels import real_model_signatures
 from ._scoring import published_scoring_validation
 
@@ -26,10 +27,13 @@ __all__ = [
     "R_POOL_COLUMNS",
     "compare_fit",
     "heldout_reconstruction",
+    "null_scores",
     "published_scoring_validation",
     "r_refit_params",
+    "real_data_null",
     "real_data_overlap_summary",
     "real_data_validation",
+    "real_model_findings",
     "real_model_signatures",
     "shared_data_dir",
     "write_example_data",

@@ -19,7 +19,7 @@ def real_model_signatures(
 
     Scores are made higher-is-better (``1 − error``, ``−log perplexity``); the methods are
     the calibrated default, the default with the real families as ``strata``, the paper's
-    AIC and the authors' Lasso.
+    AIC, BIC and the authors' Lasso.
 
     Parameters
     ----------
@@ -84,6 +84,7 @@ def real_model_signatures(
             "strata": mm.families,
         },
         "aic": {"method": "aic"},
+        "bic": {"method": "bic"},
         "lasso": {"method": "lasso"},
     }
     per = {k: extract_signatures(mm.values, y, **kw) for k, kw in runs.items()}
