@@ -52,6 +52,12 @@ from ._shards import (
     shard_key,
     shard_offsets,
 )
+from ._units import (
+    UnitValues,
+    read_lm_eval_rolling,
+    read_unit_matrix,
+    unit_table_problems,
+)
 from .scores import (
     MISSING_TOKENS,
     SCORE_SCHEMA,
@@ -93,6 +99,7 @@ __all__ = [
     "ShardSpec",
     "ShardStore",
     "ShardedCorpus",
+    "UnitValues",
     "apply_model_match",
     "apply_score_transform",
     "benchmark_slug",
@@ -121,6 +128,7 @@ __all__ = [
     "read_catalog",
     "read_corpus",
     "read_lm_eval_results",
+    "read_lm_eval_rolling",
     "read_lm_eval_samples",
     "read_long",
     "read_perplexity_correlations",
@@ -129,6 +137,7 @@ __all__ = [
     "read_responses",
     "read_score_sources",
     "read_scores",
+    "read_unit_matrix",
     "read_wide",
     "samples_task",
     "segment_regex",
@@ -137,6 +146,7 @@ __all__ = [
     "shard_offsets",
     "to_wide",
     "unit_byte_spans",
+    "unit_table_problems",
     "validate_scores",
     "write_shard_store",
 ]
