@@ -323,7 +323,17 @@ def cmd_init_world(args: argparse.Namespace) -> int:
     from sigmap_lib.worlds import init_world
 
     try:
-        root = init_world(args.path, tiny_models=not args.no_tiny_models)
+        if args.source is None:
+            root = init_world(args.path, tiny_models=not args.no_tiny_models)
+        else:
+            from sigmap_lib.worlds import world_from_perplexity_correlations
+
+            kind, folder = args.source
+            if kind != "perplexity-correlations":
+                raise SigmapInputError(
+                    f"init-world --from {kind}: unknown layout; known: perplexity-correlations"
+                )
+            root = world_from_perplexity_correlations(args.path, folder)
     except SigmapInputError as exc:
         print(f"sigmap: {exc}", file=sys.stderr)
         return 1
@@ -569,6 +579,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     iw.add_argument("path", help="the new world folder")
     iw.add_argument("--no-tiny-models", action="store_true", help="skip the two tiny real models")
+    iw.add_argument(
+        "--from",
+        dest="source",
+        nargs=2,
+        metavar=("LAYOUT", "DIR"),
+        help="build the world from per-unit values of many models instead: "
+        "perplexity-correlations DIR (its bits-per-byte and error CSVs, e.g. "
+        "../shared/data/realmodels)",
+    )
     iw.set_defaults(func=cmd_init_world)
     c = sub.add_parser("check", help="validate a world (models, scores, catalog, items) before any "
                        "compute; exit 1 on errors")  # fmt: skip

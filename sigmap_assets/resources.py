@@ -148,6 +148,13 @@ class WorldResource(SigmapResource):
         project = str(read_project_config(self.storage.root).get("strata") or "")
         return project or read_signature_settings(self.settings().get("signatures") or {})
 
+    def units_have_text(self) -> bool:
+        """Whether models can be scored on the corpus: the world's ``settings.yaml`` →
+        ``corpus: units_have_text`` (false for a matrix world of opaque units)."""
+        from sigmap_lib.worlds import read_corpus_settings
+
+        return read_corpus_settings(self.settings().get("corpus") or {})
+
     def semantic_questions(self) -> int:
         """Questions per benchmark the semantic level embeds when its run config does not
         say (0: all): the world's ``settings.yaml`` → ``semantic: max_questions``; the

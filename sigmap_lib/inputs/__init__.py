@@ -34,7 +34,10 @@ from ._registry import (
 )
 from ._segment import (
     DEFAULT_UNIT_PATTERN,
+    UNIT_FILE_SUFFIX,
+    WHOLE_TEXT_PATTERN,
     char_to_byte_offsets,
+    file_pattern,
     segment_regex,
     segment_units,
     unit_byte_spans,
@@ -86,6 +89,8 @@ __all__ = [
     "MISSING_TOKENS",
     "SCORE_SCHEMA",
     "SCORE_TRANSFORMS",
+    "UNIT_FILE_SUFFIX",
+    "WHOLE_TEXT_PATTERN",
     "Benchmark",
     "CorpusStore",
     "Document",
@@ -112,6 +117,7 @@ __all__ = [
     "default_shard_units",
     "diff_plans",
     "empty_scores",
+    "file_pattern",
     "file_time",
     "files_stamp",
     "from_wide",

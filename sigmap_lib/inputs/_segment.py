@@ -12,6 +12,30 @@ from sigmap_lib.errors import SigmapInputError
 
 #: Default unit pattern: letter runs | digit runs | any other single non-space character.
 DEFAULT_UNIT_PATTERN = r"[^\W\d_]+|\d+|\S"
+#: The unit pattern of a unit file: the whole text, from its first to its last non-space
+#: character, is one unit.
+WHOLE_TEXT_PATTERN = r"(?s)\S(?:.*\S)?"
+#: Corpus files whose names end so hold one unit per record (documents, domains, chunks
+#: brought as units, e.g. by a matrix world), segmented with :data:`WHOLE_TEXT_PATTERN`.
+UNIT_FILE_SUFFIX = ".units.jsonl"
+
+
+def file_pattern(name: str, pattern: str | None = None) -> str:
+    """The unit pattern of the corpus file ``name``: :data:`WHOLE_TEXT_PATTERN` for a unit
+    file (``*.units.jsonl``), else ``pattern`` (default :data:`DEFAULT_UNIT_PATTERN`).
+
+    Examples
+    --------
+    >>> from sigmap_lib.inputs import file_pattern, segment_units
+    >>> file_pattern("corpus/docs.jsonl") == file_pattern("a.txt")
+    True
+    >>> pat = file_pattern("documents.units.jsonl")
+    >>> segment_units("  Ant colony, part 2 ", pat).tolist()  # one unit: the whole text
+    [[2, 20]]
+    """
+    if name.lower().endswith(UNIT_FILE_SUFFIX):
+        return WHOLE_TEXT_PATTERN
+    return DEFAULT_UNIT_PATTERN if pattern is None else pattern
 
 
 # --------------------------------------------------------------------------- units

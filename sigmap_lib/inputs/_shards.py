@@ -54,7 +54,7 @@ from sigmap_lib.inputs._corpus import (
     decode_utf8,
     jsonl_documents,
 )
-from sigmap_lib.inputs._segment import DEFAULT_UNIT_PATTERN, segment_units
+from sigmap_lib.inputs._segment import DEFAULT_UNIT_PATTERN, file_pattern, segment_units
 
 SHARD_FORMAT = "sigmap-corpus-shard/1"
 _KEY_VERSION = b"sigmap-shard-key/1"
@@ -487,7 +487,8 @@ def plan_corpus(
     target_units
         Approximate units per shard (see :func:`default_shard_units`).
     pattern
-        Unit pattern (default :data:`DEFAULT_UNIT_PATTERN`).
+        Unit pattern (default :data:`DEFAULT_UNIT_PATTERN`); a unit file
+        (``*.units.jsonl``) always uses :data:`WHOLE_TEXT_PATTERN` (one unit per record).
     previous
         An earlier plan. A file whose relative path, bytes (sha256) and pattern are
         unchanged keeps its earlier shards verbatim (even if ``target_units`` changed), and
@@ -533,12 +534,13 @@ def plan_corpus(
     read_files: list[Path] = []
     for f in files:
         rel = f.relative_to(base).as_posix()
+        fpat = file_pattern(rel, pat)
         if by_file:
-            old = by_file.get((rel, _file_sha256(f), pat))
+            old = by_file.get((rel, _file_sha256(f), fpat))
             if old:
                 specs.extend(sorted(old, key=lambda s: s.doc_start))
                 continue
-        specs.extend(_plan_file(f, rel, f.suffix.lower(), target_units, pattern, ids))
+        specs.extend(_plan_file(f, rel, f.suffix.lower(), target_units, fpat, ids))
         read_files.append(f)
     if not any(s.n_documents for s in specs):
         raise SigmapInputError(f"corpus {r}: no documents (all supported files are empty)")
@@ -558,7 +560,8 @@ def _check_cross_file_ids(
         return
     seen: dict[str, str] = {}
     for f in files:  # only ids whose digest repeats are kept
-        for d in iter_documents(f, pattern=pattern, root=base):
+        fpat = file_pattern(f.relative_to(base).as_posix(), pattern)
+        for d in iter_documents(f, pattern=fpat, root=base):
             if _id_digest(d.doc_id) in dup:
                 if d.doc_id in seen:
                     raise SigmapInputError(

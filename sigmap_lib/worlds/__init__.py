@@ -8,11 +8,17 @@ from ._layout import (
     WorldLayout,
     check_world,
 )
+from ._matrix_world import (
+    PERPLEXITY_CORRELATIONS_CATALOG,
+    world_from_perplexity_correlations,
+    write_matrix_world,
+)
 from ._minimums import REASONS as MINIMUM_REASONS
 from ._minimums import WorldMinimums, read_minimums
 from ._preflight import (
     WorldProblem,
     preflight_world,
+    read_corpus_settings,
     read_semantic_settings,
     read_signature_settings,
 )
@@ -35,6 +41,7 @@ __all__ = [
     "FORMATS",
     "HARD_SCENARIOS",
     "MINIMUM_REASONS",
+    "PERPLEXITY_CORRELATIONS_CATALOG",
     "REALLIKE_SCENARIOS",
     "HardWorld",
     "SyntheticWorld",
@@ -49,6 +56,7 @@ __all__ = [
     "planted_recovery",
     "preflight_world",
     "random_text",
+    "read_corpus_settings",
     "read_minimums",
     "read_semantic_settings",
     "read_signature_settings",
@@ -56,4 +64,6 @@ __all__ = [
     "save_model",
     "train_bpe_tokenizer",
     "train_causal_lm",
+    "world_from_perplexity_correlations",
+    "write_matrix_world",
 ]

@@ -21,7 +21,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds._minimums import WorldMinimums
 
 _TOKENIZER_SLOW = ("tokenizer.model", "spiece.model", "vocab.txt", "sentencepiece.bpe.model")
-_SETTINGS_GROUPS = ("metabench", "minimums", "semantic", "signatures")
+_SETTINGS_GROUPS = ("corpus", "metabench", "minimums", "semantic", "signatures")
 
 
 @dataclass(frozen=True)
@@ -505,6 +505,8 @@ def _check_settings(c: _Collector) -> None:
                 read_semantic_settings(values)
             elif group == "signatures":
                 read_signature_settings(values)
+            elif group == "corpus":
+                read_corpus_settings(values)
             else:
                 MetabenchConfig.from_kwargs(**values)
         except (SigmapInputError, TypeError, ValueError) as exc:
@@ -528,6 +530,26 @@ def read_semantic_settings(values: dict) -> int:
     if isinstance(cap, bool) or not isinstance(cap, int) or cap < 0:
         raise SigmapInputError(f"semantic: max_questions must be an int >= 0, got {cap!r}")
     return cap
+
+
+def read_corpus_settings(values: dict) -> bool:
+    """The ``corpus:`` group of ``settings.yaml``: ``units_have_text`` (default true). A
+    matrix world whose units are opaque ids (no text) says false: no model can be scored on
+    its corpus, every model brings its values (``nll_source``).
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import read_corpus_settings
+    >>> read_corpus_settings({}), read_corpus_settings({"units_have_text": False})
+    (True, False)
+    """
+    unknown = sorted(set(values) - {"units_have_text"})
+    if unknown:
+        raise SigmapInputError(f"corpus: unknown option(s) {unknown}; known: ['units_have_text']")
+    flag = values.get("units_have_text", True)
+    if not isinstance(flag, bool):
+        raise SigmapInputError(f"corpus: units_have_text must be true or false, got {flag!r}")
+    return flag
 
 
 def read_signature_settings(values: dict) -> str:

@@ -162,6 +162,12 @@ def token_nll(
             unit_offset=cell.unit_offset,
             total_units=cell.total_units,
         )
+    elif not world.units_have_text():
+        raise dg.Failure(
+            f"model {spec.id}: this world's units have no text (settings.yaml corpus: "
+            "units_have_text: false), so no model can be scored on them; give the model its "
+            "values (nll_source in models.yaml) or remove it"
+        )
     else:
         stats = score_cell(context, spec, shard, out, state.layout, compute, fp)
     stats = dict(stats)

@@ -196,7 +196,7 @@ def build_report(
         layout.plots_dir(),
         robustness=robustness,
         alignment=alignment,
-        extra_sections=sig_sections + extra,
+        extra_sections=sig_sections + extra + direction_sections(catalog),
         lead_sections=lead,
     )
     summary.update(truth_summary)
@@ -213,6 +213,26 @@ def build_report(
     )
     write_json(summary, layout.overlap_summary())
     return OverlapReport(html, summary, honest, resolution)
+
+
+def direction_sections(catalog: list[dict]) -> list:
+    """A section naming each lower-is-better benchmark's transform (none when every score is
+    higher-is-better as stored)."""
+    from sigmap_lib.reporting import Section
+
+    rows = [
+        {"benchmark": r["benchmark"], "stored": "lower is better", "transform": r["transform"]}
+        for r in catalog
+        if r.get("transform", "x") != "x"
+    ]
+    if not rows:
+        return []
+    text = (
+        "These benchmarks store a value where lower is better (an error rate, a perplexity); "
+        "every level reads their scores after the catalog's transform, so higher is better "
+        "everywhere in this report."
+    )
+    return [Section("Score directions", text, tables=[("transforms", rows)])]
 
 
 def report_metadata(state: StoredState, levels: dict, report: OverlapReport) -> dict:
