@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.worlds._minimums import WorldMinimums
 
@@ -248,6 +250,7 @@ def _check_registry(c: _Collector) -> list[str]:
     base = f.resolve().parent
     ids: list[str] = []
     flagged: set[int] = set()
+    n_units, has_text = _matrix_corpus(c)
     for i, e in enumerate(entries):
         if not isinstance(e, dict) or not isinstance(e.get("id"), str):
             continue  # the strict reader below names it
@@ -266,6 +269,12 @@ def _check_registry(c: _Collector) -> list[str]:
                 c.error(f, entry, f"nll_source {e['nll_source']!r} does not exist (a .npy "
                         "file or a zarr array)",
                         "correct 'nll_source' (relative to models.yaml) or remove it")  # fmt: skip
+            else:
+                _check_nll_source(c, f, entry, src, n_units)
+        elif not has_text:
+            c.error(f, entry, "has no nll_source, but this world's units have no text "
+                    "(settings.yaml corpus: units_have_text: false), so it cannot be scored",
+                    "give it its values (nll_source) or remove it")  # fmt: skip
         elif isinstance(e.get("gguf"), str):
             g = Path(e["gguf"]).expanduser()
             g = (g if g.is_absolute() else (path_p or base) / g).resolve()
@@ -290,6 +299,61 @@ def _check_registry(c: _Collector) -> list[str]:
     if not entries:
         c.error(f, "-", "the registry lists no models", "add one '- id: ...' entry per model")
     return ids
+
+
+def _matrix_corpus(c: _Collector) -> tuple[int | None, bool]:
+    """The number of corpus units when every corpus file is a unit file (one unit per
+    non-blank line: counted without segmenting), else None; and ``units_have_text``."""
+    import yaml
+
+    from sigmap_lib.inputs import UNIT_FILE_SUFFIX, corpus_files
+
+    has_text = True
+    f = c.root / "settings.yaml"
+    try:
+        data = yaml.safe_load(f.read_text(encoding="utf-8")) if f.exists() else {}
+        has_text = read_corpus_settings((data or {}).get("corpus") or {})
+    except (yaml.YAMLError, SigmapInputError, AttributeError, UnicodeDecodeError):
+        pass  # the settings check reports it
+    try:
+        files = corpus_files(c.root / "corpus")
+    except SigmapInputError:
+        return None, has_text
+    if not files or not all(p.name.lower().endswith(UNIT_FILE_SUFFIX) for p in files):
+        return None, has_text
+    n = 0
+    for p in files:
+        with p.open("rb") as fh:
+            n += sum(1 for line in fh if line.strip())
+    return n, has_text
+
+
+def _check_nll_source(c: _Collector, f: Path, entry: str, src: Path, n_units: int | None) -> None:
+    """An imported NLL array: readable, one dimension, finite; as long as the corpus when
+    the corpus is made of unit files (counted cheaply)."""
+    from sigmap_lib.nll import open_nll_source
+
+    try:
+        arr = open_nll_source(src)
+    except (SigmapInputError, ValueError, OSError) as exc:
+        c.error(f, entry, f"nll_source {src.name}: cannot be read ({exc})",
+                "write it with numpy.save (a 1-D float array)")  # fmt: skip
+        return
+    if arr.ndim != 1:
+        c.error(f, entry, f"nll_source {src.name} has shape {tuple(arr.shape)}, not one value "
+                "per unit", "save one 1-D array per model")  # fmt: skip
+        return
+    if n_units is not None and arr.shape[0] != n_units:
+        c.error(f, entry, f"nll_source {src.name} has {arr.shape[0]} values for {n_units} "
+                "corpus units", "write one value per unit, in the corpus order")  # fmt: skip
+    step = 1 << 20
+    for a in range(0, arr.shape[0], step):
+        block = np.asarray(arr[a : a + step], dtype=np.float64)
+        bad = np.flatnonzero(~np.isfinite(block))
+        if bad.size:
+            c.error(f, entry, f"nll_source {src.name}: value {block[bad[0]]} at unit "
+                    f"{a + int(bad[0])} is not finite", "recompute or drop that model")  # fmt: skip
+            return
 
 
 # ----------------------------------------------------------------------------- catalog

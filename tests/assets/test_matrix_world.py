@@ -61,6 +61,16 @@ def test_matrix_world_units_are_one_per_record_and_bad_inputs_are_refused(tmp_pa
     assert not (tmp_path / "w2").exists() and not (tmp_path / "w3").exists()
 
 
+def _stored_cells(storage: Path) -> dict[str, int]:
+    """Model key -> the newest modification time among its stored NLL cell's files (a run
+    that only verifies a complete cell writes none of them)."""
+    out = {}
+    for cur in (storage / "nll" / "shards").glob("*/*/CURRENT"):
+        cell = _current_cell(storage, cur.parent.name)
+        out[cur.parent.name] = max(p.stat().st_mtime_ns for p in cell.rglob("*") if p.is_file())
+    return out
+
+
 def _current_cell(storage: Path, model_key: str) -> Path:
     [shard] = list((storage / "nll" / "shards").iterdir())
     fp = json.loads((shard / model_key / "CURRENT").read_text())["fingerprint"]
@@ -92,19 +102,13 @@ def test_real_models_world_runs_end_to_end_and_a_new_model_imports_alone(
     assert out.returncode == 0, out.stderr[-4000:]
     assert "semantic_overlap: needs question texts" in out.stderr
     storage = tmp_path / "storage"
-    cells = {
-        p.parent.name: p.stat().st_mtime_ns
-        for p in (storage / "nll" / "shards").glob("*/*/CURRENT")
-    }
+    cells = _stored_cells(storage)
     assert len(cells) == 88
     reg["models"].append(last)
     (world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
     again = run_cli(tmp_path, "run", timeout=1800)
     assert again.returncode == 0, again.stderr[-4000:]
-    after = {
-        p.parent.name: p.stat().st_mtime_ns
-        for p in (storage / "nll" / "shards").glob("*/*/CURRENT")
-    }
+    after = _stored_cells(storage)
     assert len(after) == 89
     assert {k for k in after if cells.get(k) != after[k]} == {last["id"].replace("/", "__")}
     # the stored values are the file's bits per byte
@@ -130,3 +134,39 @@ def test_real_models_world_runs_end_to_end_and_a_new_model_imports_alone(
     for b in mm.benchmarks:
         summary = json.loads((storage / "signatures" / b / "summary.json").read_text())
         assert summary["n_models"] == 89 and summary["method"] == "calibrated"
+
+
+def test_check_names_each_problem_of_a_matrix_world_before_any_compute(tmp_path: Path) -> None:
+    from sigmap_lib.worlds import preflight_world
+
+    rng = np.random.default_rng(2)
+    uv = UnitValues(values=rng.uniform(0.5, 1.5, (20, 6)), unit_ids=[f"d{j}" for j in range(20)],
+                    models=[f"org/m{k}" for k in range(6)])  # fmt: skip
+    entry = {
+        "family": "f",
+        "format": "mc",
+        "function": "qa",
+        "direction": "lower",
+        "transform": "1 - x",
+    }
+    root = write_matrix_world(
+        tmp_path / "w", uv, scores={"err": rng.uniform(0, 1, 6)}, catalog={"err": entry}
+    )
+    assert [p for p in preflight_world(root) if p.severity == "error"] == []
+    bad = np.load(root / "nll" / "org__m1.npy")
+    bad[7] = np.nan
+    np.save(root / "nll" / "org__m1.npy", bad)
+    np.save(root / "nll" / "org__m2.npy", np.ones(19))
+    np.save(root / "nll" / "org__m3.npy", np.ones((20, 2)))
+    reg = yaml.safe_load((root / "models.yaml").read_text())
+    del reg["models"][4]["nll_source"]
+    (root / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
+    (root / "scores.csv").write_text((root / "scores.csv").read_text() + "org/stranger,0.5\n")
+    errors = [f"{p.entry}: {p.message}" for p in preflight_world(root) if p.severity == "error"]
+    text = "\n".join(errors)
+    assert "org/m1" in text and "value nan at unit 7 is not finite" in text
+    assert "has 19 values for 20 corpus units" in text
+    assert "has shape (20, 2), not one value per unit" in text
+    assert "(id 'org/m4')" in text and "units have no text" in text
+    everything = "\n".join(f"{p.entry}: {p.message}" for p in preflight_world(root))
+    assert "org/stranger" in everything  # a score row that matches no registered model
