@@ -188,3 +188,22 @@ def test_sigmap_run_on_a_fresh_storage_root_says_what_to_do_instead_of_building_
     assert out.returncode == 2
     assert "no world is configured" in out.stderr and "sigmap demo --world PATH" in out.stderr
     assert not (tmp_path / "storage" / "worlds").exists()  # nothing was built
+
+
+def test_matrix_check_of_a_skipped_level_passes_with_the_reason(tmp_path) -> None:
+    """A level skipped on a world (no signature anywhere, no items) has no matrix: its
+    blocking check passes and says why, so the report downstream still runs; a level that
+    simply has not run fails its check."""
+    import dagster as dg
+
+    from sigmap_assets.defs.overlap.checks import signature_matrix_valid
+    from sigmap_assets.resources import SigmapStorage
+    from sigmap_assets.skips import skip_level
+
+    storage = SigmapStorage(root=str(tmp_path / "storage"))
+    missing = signature_matrix_valid(storage=storage)
+    assert isinstance(missing, dg.AssetCheckResult) and not missing.passed
+    assert "run signature_overlap" in missing.metadata["skipped"].value
+    skip_level(storage, "signature", "no benchmark has a signature at m = 12")
+    res = signature_matrix_valid(storage=storage)
+    assert res.passed and res.metadata["skipped"].value == "no benchmark has a signature at m = 12"
