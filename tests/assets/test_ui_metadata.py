@@ -4,9 +4,10 @@ Launchpad shows it), from the attribute docstrings of `SigmapConfig` / `SigmapRe
 from __future__ import annotations
 
 import dagster as dg
+import pydantic
 import pytest
 
-from sigmap_assets.config import SigmapConfig, SigmapResource, attribute_docstrings
+from sigmap_assets.config import SigmapConfig, SigmapResource
 from tests.assets.harness import Project
 
 
@@ -43,7 +44,18 @@ def test_descriptions_come_from_the_attribute_docstrings() -> None:
 
     assert issubclass(CorpusConfig, SigmapConfig)
     schema = CorpusConfig.to_config_schema().as_field().config_type.fields
-    assert schema["shard_units"].description == attribute_docstrings(CorpusConfig)["shard_units"]
+    assert schema["shard_units"].description.startswith("Target units per shard (documents are")
+    # a string below an attribute becomes its description; an explicit one wins
+
+    class Probe(SigmapConfig):
+        a: int = 1
+        """Below a."""
+        b: int = pydantic.Field(default=2, description="explicit")
+        """Not this one."""
+
+    fields = Probe.to_config_schema().as_field().config_type.fields
+    assert fields["a"].description == "Below a."
+    assert fields["b"].description == "explicit"
     from sigmap_assets.resources import ComputeResource
 
     assert issubclass(ComputeResource, SigmapResource)
