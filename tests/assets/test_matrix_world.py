@@ -120,7 +120,7 @@ def test_real_models_world_runs_end_to_end_and_a_new_model_imports_alone(
     np.testing.assert_allclose(nll / (nbytes * math.log(2)), mm.values[:, k], rtol=1e-6)
     # the scores are higher-is-better after the catalog's transforms
     scores = pl.read_parquet(storage / "tables" / "benchmark_scores.parquet")
-    row = scores.filter(pl.col("model") == "EleutherAI__pythia-160m")
+    row = scores.filter(pl.col("model") == "EleutherAI/pythia-160m")
     got = dict(zip(row["benchmark"], row["score"]))
     j = mm.benchmarks.index
     assert got["arc_easy"] == pytest.approx(1 - mm.errors[k, j("arc_easy")], rel=1e-12)
