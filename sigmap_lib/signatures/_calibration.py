@@ -67,12 +67,13 @@ docs/RESULTS.md). Blocks of a fixed size fail one shape: real ARC-Easy accuracie
 within quintiles of quality on all 89 real models (0.068 in 1,000 runs), where blocks
 straddle the quintile steps of both the mean and the spread; blocks aligned with the
 quintiles gave 0.032, which is what cutting the blocks where the scores jump does without
-knowing the quintiles. Choosing the cut from the scores only groups similar score
-residuals, which brings permutations closer to the identity: conservative, never liberal.
+knowing the quintiles. Choosing the cut from the scores groups similar scores, which brings
+the permuted residuals closer to the observed one: it leans conservative (the null tables
+of ``sigmap bench recovery`` measure it: 0.025–0.060 on every scenario, docs/RESULTS.md).
 The cost in power comes from the widened score basis, which a benchmark that did not need it
 sometimes gets (recall at m = 32, ρ = 0.8, d = 2,000 on the same 60 worlds: 0.71, 0.79 with
 the widening switched off, 0.71 with the blocks switched off; against the previous design
-0.656 vs 0.744 on the bench's 100 worlds). The units stay on the base basis: residualizing
+0.632 vs 0.744 on the bench's 100 worlds, 0.656 with blocks of a fixed 4). The units stay on the base basis: residualizing
 them on each benchmark's widened basis recovers a little power but costs one more pass over
 the units per distinct basis.
 5. **Threshold** ``t = np.quantile([T*_1..T*_P, T_obs], 1 − α, method="higher")``; the
