@@ -17,7 +17,8 @@ Pure functions over arrays, tables and paths, one subpackage per step of the two
 ========================  ==============================================================
 
 The names below are the ones most users need; each lives in (and is documented with) its
-subpackage. They load on first use, so ``import sigmap_lib`` stays cheap. This package
+subpackage. They are declared in ``__init__.pyi`` (what IDEs and type checkers read) and
+load on first use through ``lazy_loader``, so ``import sigmap_lib`` stays cheap. This package
 never imports dagster; heavy dependencies (torch, transformers, mirt, sentence encoders)
 are imported inside the functions that need them.
 
@@ -31,79 +32,8 @@ Examples
 [[0, 5], [5, 6], [7, 12], [12, 13]]
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+import lazy_loader as _lazy
 
 __version__ = "0.1.0"
 
-#: public name -> subpackage that defines it
-_API: dict[str, str] = {
-    "SigmapInputError": "errors",
-    # inputs
-    "segment_units": "inputs",
-    "read_corpus": "inputs",
-    "build_corpus_store": "inputs",
-    "CorpusStore": "inputs",
-    "read_registry": "inputs",
-    "read_catalog": "inputs",
-    "read_scores": "inputs",
-    "read_responses": "inputs",
-    "to_wide": "inputs",
-    # nll
-    "load_model": "nll",
-    "document_unit_nll": "nll",
-    "score_corpus": "nll",
-    "NLLStore": "nll",
-    "RankStore": "nll",
-    # signatures
-    "thrush_correlation": "signatures",
-    "preselect_correlation": "signatures",
-    "screen": "signatures",
-    "forward_select": "signatures",
-    "extract_signatures": "signatures",
-    "Signature": "signatures",
-    # overlap
-    "OverlapMatrix": "overlap",
-    "performance_overlap": "overlap",
-    "semantic_overlap": "overlap",
-    "signature_overlap": "overlap",
-    # irt and metabench
-    "fit_irt": "irt",
-    "estimate_theta": "irt",
-    "fit_metabench": "metabench",
-    "score_new_models": "metabench",
-    "MetabenchConfig": "metabench",
-    "MetabenchFit": "metabench",
-}
-
-_SUBPACKAGES = (
-    "errors",
-    "inputs",
-    "nll",
-    "signatures",
-    "overlap",
-    "irt",
-    "metabench",
-    "reporting",
-    "studies",
-    "worlds",
-    "perf",
-)
-
-__all__ = sorted(_API)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _API:
-        value = getattr(importlib.import_module(f"sigmap_lib.{_API[name]}"), name)
-        globals()[name] = value
-        return value
-    if name in _SUBPACKAGES:
-        return importlib.import_module(f"sigmap_lib.{name}")
-    raise AttributeError(f"module 'sigmap_lib' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_API, *_SUBPACKAGES})
+__getattr__, __dir__, __all__ = _lazy.attach_stub(__name__, __file__)

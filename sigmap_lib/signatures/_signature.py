@@ -696,7 +696,7 @@ def extract_signatures(
     >>> [(s.benchmark, s.method, s.units.tolist(), s.empty) for s in sigs]
     [('real', 'calibrated', [5, 120], False), ('noise', 'calibrated', [], True)]
     >>> sigs[0].calibration.adjusted_p.tolist()  # (1 + #{T* >= |stat|}) / (P + 1)
-    [0.01, 0.01]
+    [0.005, 0.005]
 
     The paper's forward selection (``criterion=`` as before), with the leave-one-model-out
     R² of the whole procedure; the second benchmark has no score for model 0:
