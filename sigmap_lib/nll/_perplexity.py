@@ -174,6 +174,7 @@ def token_nll(
     max_padding: float = 0.05,
     stats: dict[str, Any] | None = None,
     logits_chunk: int | None = None,
+    sync_per_batch: bool = False,
 ) -> list[np.ndarray]:
     """NLL (nats) of every position ``1..n-1`` of every token sequence.
 
@@ -200,6 +201,11 @@ def token_nll(
         float32 logits per slice on CPU / MPS, 1 GiB on CUDA. ``0``: the full-logits
         path (``model(...).logits`` of the whole batch; also the fallback for models
         whose head cannot be split off, see the module docstring).
+    sync_per_batch
+        Copy each batch's NLL to the host as soon as it is computed (a device
+        synchronisation per batch). Default: the NLL stay on the device until the call's
+        end and move in one copy, so an accelerator never waits for the host between
+        batches; the values are identical either way.
 
     Returns
     -------
@@ -242,6 +248,7 @@ def token_nll(
     slots = real = scored = n_batches = n_full = max_slots = 0
     t_fwd = 0.0
     pos = 0
+    pending: list[tuple[Any, list[tuple[int, int, int, int]]]] = []  # device NLL, its windows
     with torch.inference_mode():
         while pos < len(wins):
             width = wins[pos][2] - wins[pos][1]
@@ -302,17 +309,25 @@ def token_nll(
                     )
                 del logits
                 n_full += 1
-            nll = torch.cat(nll_parts).double().cpu().numpy()
+            part = torch.cat(nll_parts)
+            if sync_per_batch:
+                _scatter(out, batch, part.double().cpu().numpy())
+            else:
+                pending.append((part, batch))
             t_fwd += time.perf_counter() - t0
-            k = 0
-            for d, _b, e, t in batch:
-                out[d][t - 1 : e - 1] = nll[k : k + e - t]
-                k += e - t
             slots += ids.size
             max_slots = max(max_slots, ids.size)
             real += int(mask.sum())
-            scored += len(nll)
+            scored += len(rr)
             n_batches += 1
+        if pending:  # one copy to the host for the whole call
+            t0 = time.perf_counter()
+            host = torch.cat([p for p, _ in pending]).double().cpu().numpy()
+            t_fwd += time.perf_counter() - t0
+            k = 0
+            for p, batch in pending:
+                _scatter(out, batch, host[k : k + len(p)])
+                k += len(p)
     if stats is not None:
         stats["tokens"] = stats.get("tokens", 0) + scored
         stats["slots"] = stats.get("slots", 0) + slots
@@ -323,6 +338,16 @@ def token_nll(
         stats["full_logits_batches"] = stats.get("full_logits_batches", 0) + n_full
         stats["max_batch_slots"] = max(stats.get("max_batch_slots", 0), max_slots)
     return out
+
+
+def _scatter(
+    out: list[np.ndarray], batch: list[tuple[int, int, int, int]], nll: np.ndarray
+) -> None:
+    """Write a batch's NLL (its windows' scored positions, in order) into ``out``."""
+    k = 0
+    for d, _b, e, t in batch:
+        out[d][t - 1 : e - 1] = nll[k : k + e - t]
+        k += e - t
 
 
 def apportion_token_nll(

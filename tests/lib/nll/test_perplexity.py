@@ -342,3 +342,23 @@ def test_max_length_beyond_context_is_refused(loaded) -> None:
     model, tok = loaded[0]
     with pytest.raises(SigmapInputError, match="exceeds the model's context 64"):
         document_unit_nll(model, tok, ["some text"], max_length=65)
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_one_copy_at_the_end_equals_a_copy_per_batch(loaded, which: int) -> None:
+    """The NLL kept on the device until the call's end (default) are bit-identical to a
+    host copy after every batch, over many windows and batches of several widths."""
+    model, tok = loaded[which]
+    rng = np.random.default_rng(which)
+    texts = [random_text(rng, int(n)) for n in rng.integers(5, 400, 12)]
+    seqs = [
+        np.array([tok.bos_token_id, *tok(t, add_special_tokens=False)["input_ids"]]) for t in texts
+    ]
+    kw = {"max_length": 48, "stride": 16, "batch_tokens": 300}
+    s1: dict = {}
+    s2: dict = {}
+    once = token_nll(model, seqs, stats=s1, **kw)
+    each = token_nll(model, seqs, stats=s2, sync_per_batch=True, **kw)
+    assert s1["batches"] > 3 and s1["batches"] == s2["batches"]
+    for a, b in zip(once, each, strict=True):
+        np.testing.assert_array_equal(a, b)
