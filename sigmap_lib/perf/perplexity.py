@@ -195,7 +195,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--no-lm-eval", action="store_true", help="with --model: skip lm-eval")
     ap.add_argument("--logits-chunk", type=int, default=None, help="scored positions per LM-head "
                     "slice (default: ~32 MiB of float32 logits on CPU; 0: full logits)")  # fmt: skip
+    ap.add_argument("--shapes", nargs="+", default=None, metavar="SHAPE",
+                    help="random-initialised models of real shapes instead (smollm2-135m, "
+                    "gemma3-270m, llama-3.2-1b, llama-2-7b): sigmap_lib.perf.shapes")  # fmt: skip
+    ap.add_argument("--peak-measured", type=float, default=790.0,
+                    help="with --shapes: measured bf16 matmul limit (H200: 790 TFLOP/s)")  # fmt: skip
+    ap.add_argument("--max-cpu-gib", type=float, default=8.0,
+                    help="with --shapes on a CPU: skip shapes with larger float32 weights")  # fmt: skip
     args = ap.parse_args(argv)
+    if args.shapes is not None:
+        from sigmap_lib.perf.shapes import run_shapes
+
+        return run_shapes(args)
     if args.model is not None:
         return _model_bench(args)
 
