@@ -27,11 +27,10 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from sigmap_lib._util._files import files_in
 from sigmap_lib._util._tables import iter_jsonl, read_table, row_label
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs.scores._common import MISSING_TOKENS
-from sigmap_lib.inputs.scores._lm_eval import file_time, lm_eval_folder_model, samples_task
+from sigmap_lib.inputs.scores._lm_eval import latest_samples
 
 _N_EX = 5
 _WHAT = "responses file"
@@ -505,34 +504,7 @@ def read_lm_eval_samples(
     [[1, 0, 1], [1, 1, 1]]
     """
     root = Path(path)
-    files = files_in(root, "samples_*.jsonl", "lm-eval samples")
-    by_task: dict[str, list[Path]] = {}
-    for f in files:
-        t = samples_task(f)
-        if t is None:
-            raise SigmapInputError(
-                f"lm-eval samples {f}: file name is not samples_<task>_<timestamp>.jsonl"
-            )
-        by_task.setdefault(t, []).append(f)
-    if not by_task:
-        raise SigmapInputError(f"lm-eval samples {root}: no samples_*.jsonl files found")
-    if task is None:
-        if len(by_task) > 1:
-            raise SigmapInputError(
-                f"lm-eval samples {root}: several tasks {sorted(by_task)}; pass task=..."
-            )
-        task = next(iter(by_task))
-    if task not in by_task:
-        raise SigmapInputError(
-            f"lm-eval samples {root}: no samples for task {task!r}; tasks are {sorted(by_task)}"
-        )
-    cache: dict[Path, str] = {}
-    per_model: dict[str, Path] = {}
-    for f in by_task[task]:
-        mid = model if model is not None else lm_eval_folder_model(f.parent, cache)
-        prev = per_model.get(mid)
-        if prev is None or (file_time(f), str(f)) > (file_time(prev), str(prev)):
-            per_model[mid] = f
+    task, per_model = latest_samples(root, task, model)
     prefix = benchmark or task
     models = list(per_model)
     answers = {m: _read_samples_file(per_model[m], metric, filter)[0] for m in models}

@@ -12,6 +12,7 @@ from ._common import (
 from ._lm_eval import (
     DEFAULT_LM_EVAL_METRICS,
     file_time,
+    latest_samples,
     lm_eval_folder_model,
     lm_eval_model_id,
     read_lm_eval_results,
@@ -53,6 +54,7 @@ __all__ = [
     "file_time",
     "from_wide",
     "keyed_scores",
+    "latest_samples",
     "lm_eval_folder_model",
     "lm_eval_model_id",
     "match_models",

@@ -324,6 +324,58 @@ def samples_task(path: Path) -> str | None:
     return m.group("task") if m else None
 
 
+def latest_samples(
+    path: str | Path, task: str | None = None, model: str | None = None
+) -> tuple[str, dict[str, Path]]:
+    """The task and, per model, its latest ``samples_<task>_<time>.jsonl`` under ``path``.
+
+    ``task`` defaults to the only task present; ``model`` names the model of a single file
+    or a one-model folder (default: :func:`lm_eval_folder_model` of each file's folder).
+    A file named otherwise, no samples, several tasks without ``task`` and an absent task
+    are errors naming ``path``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from sigmap_lib.inputs import latest_samples
+    >>> for stamp in ("2024-05-01T10-00-00", "2024-06-01T10-00-00"):
+    ...     Path("runs/org__m").mkdir(parents=True, exist_ok=True)
+    ...     _ = Path(f"runs/org__m/samples_piqa_{stamp}.jsonl").write_text("")
+    >>> task, files = latest_samples("runs")
+    >>> task, {m: f.name for m, f in files.items()}
+    ('piqa', {'org__m': 'samples_piqa_2024-06-01T10-00-00.jsonl'})
+    """
+    root = Path(path)
+    by_task: dict[str, list[Path]] = {}
+    for f in files_in(root, "samples_*.jsonl", "lm-eval samples"):
+        t = samples_task(f)
+        if t is None:
+            raise SigmapInputError(
+                f"lm-eval samples {f}: file name is not samples_<task>_<timestamp>.jsonl"
+            )
+        by_task.setdefault(t, []).append(f)
+    if not by_task:
+        raise SigmapInputError(f"lm-eval samples {root}: no samples_*.jsonl files found")
+    if task is None:
+        if len(by_task) > 1:
+            raise SigmapInputError(
+                f"lm-eval samples {root}: several tasks {sorted(by_task)}; pass task=..."
+            )
+        task = next(iter(by_task))
+    if task not in by_task:
+        raise SigmapInputError(
+            f"lm-eval samples {root}: no samples for task {task!r}; tasks are {sorted(by_task)}"
+        )
+    cache: dict[Path, str] = {}
+    per_model: dict[str, Path] = {}
+    for f in by_task[task]:
+        mid = model if model is not None else lm_eval_folder_model(f.parent, cache)
+        prev = per_model.get(mid)
+        if prev is None or (file_time(f), str(f)) > (file_time(prev), str(prev)):
+            per_model[mid] = f
+    return task, per_model
+
+
 def lm_eval_folder_model(folder: Path, cache: dict[Path, str]) -> str:
     """Model id of an lm-eval output folder: its latest results*.json, else the folder name.
 

@@ -339,3 +339,20 @@ def test_multibyte_characters_split_across_tokens_are_apportioned_once(smol, uni
         per_byte[s:e] += v / (e - s)
     brute = np.array([per_byte[a:b].sum() for a, b in attr])
     np.testing.assert_allclose(units, brute, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("which", MODELS)
+def test_bfloat16_scoring_is_within_2e_3_of_float32_per_document(which, request) -> None:
+    """The dtype accelerators score in: the same model's weights cast to bfloat16 (logits and
+    the loss in float32, as on a GPU) give each document's total NLL within 2e-3 relative of
+    float32 (CPU here; the GPU path runs the same code)."""
+    import copy
+
+    model, tok = request.getfixturevalue(which)
+    f32 = request.getfixturevalue("unit_nll" if which == "smol" else "gemma_unit_nll")
+    half = copy.deepcopy(model).to(torch.bfloat16)
+    bf16 = _all_unit_nll(half, tok)
+    del half
+    for kind in TEXTS:
+        a, b = f32[kind].sum(), bf16[kind].sum()
+        assert abs(b - a) <= 2e-3 * a, (which, kind, a, b)
