@@ -56,30 +56,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sigmap_lib.perf._flops import matmul_params
+
 __all__ = ["main"]
 
 
 def _log(msg: str) -> None:
     print(f"[bench perplexity] {msg}", file=sys.stderr, flush=True)
-
-
-def _matmul_params(model: Any) -> int:
-    """Parameters that take part in matrix products (excludes input embeddings, norms, biases)."""
-    emb = model.get_input_embeddings().weight
-    out_emb = model.get_output_embeddings()
-    tied = out_emb is not None and out_emb.weight.data_ptr() == emb.data_ptr()
-    n = 0
-    for p in model.parameters():
-        if p.ndim < 2 or p.data_ptr() == emb.data_ptr():
-            continue
-        n += p.numel()
-    # position embeddings (GPT-2 wpe) are lookups, not matmuls
-    for name, p in model.named_parameters():
-        if "wpe" in name or "position" in name:
-            n -= p.numel()
-    if tied:
-        n += emb.numel()  # the LM head uses the tied matrix once more
-    return n
 
 
 def _proc_status(field: str) -> int | None:
@@ -344,7 +327,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from sigmap_lib.nll import model_context_length
 
         L = args.max_length or model_context_length(model, tok)
-        nm = _matmul_params(model)
+        nm = matmul_params(model)
         # processed (non-padding) slots; mean attended context of a window of length w is ~w/2
         real = stats["real_slots"] or tokens
         mean_ctx = min(L, real / max(1, stats["windows"])) / 2

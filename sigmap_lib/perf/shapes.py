@@ -110,8 +110,7 @@ def bench_shape(
     import torch
 
     from sigmap_lib.nll import token_nll
-    from sigmap_lib.nll._perplexity import _last_hidden, _split_lm_head
-    from sigmap_lib.perf.perplexity import _matmul_params
+    from sigmap_lib.perf._flops import matmul_params
 
     cfg = shape_config(name)
     gpu = device.startswith("cuda")
@@ -145,7 +144,7 @@ def bench_shape(
         secs = time.perf_counter() - t0
         runs[label] = {"seconds": round(secs, 3), "tokens_per_s": stats["tokens"] / secs,
                        "batches": stats["batches"]}  # fmt: skip
-    n_mm = _matmul_params(model)
+    n_mm = matmul_params(model)
     t_bar = max_length / 2.0
     flop_tok = 2.0 * n_mm + 4.0 * cfg.num_hidden_layers * t_bar * cfg.hidden_size
     best = runs["one_copy"]["tokens_per_s"]
@@ -164,32 +163,31 @@ def bench_shape(
     # one batch piece by piece
     rows = max(1, batch_tokens // (max_length + 1))
     ids = torch.from_numpy(np.stack(seqs[:rows])).to(device)
-    split = _split_lm_head(model)
+    body, head = model.base_model, model.get_output_embeddings()
     with torch.inference_mode():
         _sync(device)
         t0 = time.perf_counter()
-        hidden = _last_hidden(split[0](input_ids=ids, use_cache=False)) if split else None
+        hidden = body(input_ids=ids, use_cache=False).last_hidden_state
         _sync(device)
         t1 = time.perf_counter()
-        if split is not None:
-            flat = hidden[:, :-1].reshape(-1, hidden.shape[-1])
-            y = ids[:, 1:].reshape(-1)
-            step = 4096
-            nll = torch.cat([
-                torch.nn.functional.cross_entropy(split[1](flat[k:k + step]).float(),
-                                                  y[k:k + step], reduction="none")
-                for k in range(0, len(y), step)
-            ])  # fmt: skip
-            _sync(device)
-            t2 = time.perf_counter()
-            nll.double().cpu().numpy()
-            t3 = time.perf_counter()
-            total = t3 - t0
-            out["time_split"] = {
-                "body": (t1 - t0) / total,
-                "lm_head_and_loss": (t2 - t1) / total,
-                "host_copy": (t3 - t2) / total,
-            }
+        flat = hidden[:, :-1].reshape(-1, hidden.shape[-1])
+        y = ids[:, 1:].reshape(-1)
+        step = 4096
+        nll = torch.cat([
+            torch.nn.functional.cross_entropy(head(flat[k:k + step]).float(), y[k:k + step],
+                                              reduction="none")
+            for k in range(0, len(y), step)
+        ])  # fmt: skip
+        _sync(device)
+        t2 = time.perf_counter()
+        nll.double().cpu().numpy()
+        t3 = time.perf_counter()
+    total = t3 - t0
+    out["time_split"] = {
+        "body": (t1 - t0) / total,
+        "lm_head_and_loss": (t2 - t1) / total,
+        "host_copy": (t3 - t2) / total,
+    }
     if gpu:
         out["peak_device_bytes"] = int(torch.cuda.max_memory_allocated())
     del model
