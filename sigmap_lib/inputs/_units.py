@@ -154,16 +154,16 @@ def unit_table_problems(
         except Exception:
             problems.append(f"{where}, column {c!r}: not numbers; a model column holds values")
             continue
-        text_bad = raw.is_not_null().to_numpy() & np.isnan(x) & (raw.dtype == pl.String)
         for i in np.flatnonzero(~np.isfinite(x))[:3]:
             cell = raw[int(i)]
+            text = "" if cell is None else str(cell).strip()
             why = (
                 "missing value"
-                if cell is None or (isinstance(cell, str) and not cell.strip())
+                if not text
+                else "NaN"
+                if text.lower() == "nan"
                 else f"{cell!r} is not a finite number"
             )
-            if text_bad[i] and cell is not None and str(cell).strip().lower() == "nan":
-                why = "NaN"
             problems.append(
                 f"{where}, column {c!r} {row_label(kind, int(i))}: {why}; every model needs a "
                 "value for every unit"

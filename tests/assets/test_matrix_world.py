@@ -19,6 +19,15 @@ from sigmap_lib.nll import NLLStore
 from sigmap_lib.worlds import write_matrix_world
 from tests.assets.harness import run_cli
 
+#: a catalog entry of an error-rate benchmark
+ERROR_RATE = {
+    "family": "f",
+    "format": "mc",
+    "function": "qa",
+    "direction": "lower",
+    "transform": "1 - x",
+}
+
 
 def test_matrix_world_units_are_one_per_record_and_bad_inputs_are_refused(tmp_path: Path) -> None:
     rng = np.random.default_rng(0)
@@ -27,13 +36,7 @@ def test_matrix_world_units_are_one_per_record_and_bad_inputs_are_refused(tmp_pa
         unit_ids=[f"  doc {j} , part  two " for j in range(12)],
         models=[f"org/m{k}" for k in range(5)],
     )
-    entry = {
-        "family": "f",
-        "format": "mc",
-        "function": "qa",
-        "direction": "lower",
-        "transform": "1 - x",
-    }
+    entry = ERROR_RATE
     root = write_matrix_world(
         tmp_path / "w", uv, scores={"err": rng.uniform(0, 1, 5)}, catalog={"err": entry}
     )
@@ -142,13 +145,7 @@ def test_check_names_each_problem_of_a_matrix_world_before_any_compute(tmp_path:
     rng = np.random.default_rng(2)
     uv = UnitValues(values=rng.uniform(0.5, 1.5, (20, 6)), unit_ids=[f"d{j}" for j in range(20)],
                     models=[f"org/m{k}" for k in range(6)])  # fmt: skip
-    entry = {
-        "family": "f",
-        "format": "mc",
-        "function": "qa",
-        "direction": "lower",
-        "transform": "1 - x",
-    }
+    entry = ERROR_RATE
     root = write_matrix_world(
         tmp_path / "w", uv, scores={"err": rng.uniform(0, 1, 6)}, catalog={"err": entry}
     )
