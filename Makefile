@@ -55,7 +55,7 @@ test: install
 	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) --durations=25
 
 test-fast: install
-	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not browser and not postgres"
+	$(BIN)/python -m pytest -q $(PYTEST_PARALLEL) -m "not slow and not browser and not postgres and not slurm"
 
 demo dev check-defs: export PYTHONDONTWRITEBYTECODE :=
 

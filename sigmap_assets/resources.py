@@ -11,6 +11,7 @@ from pydantic import Field
 
 from sigmap_assets.config import SigmapResource
 from sigmap_assets.layout import StorageLayout
+from sigmap_assets.slurm import SlurmRequest, SlurmSettings, resolve_request
 from sigmap_lib._util import atomic_write_text
 
 DEFAULT_STORAGE_ENV = "SIGMAP_STORAGE"
@@ -175,7 +176,9 @@ class WorldResource(SigmapResource):
 
 
 class ComputeResource(SigmapResource):
-    """Where the forward passes run: device (``auto`` = cuda > mps > cpu), dtype and threads."""
+    """Where the forward passes run: device (``auto`` = cuda > mps > cpu), dtype, threads, and
+    whether a ``token_nll`` cell runs in this process or as a Slurm job (``runner``,
+    ``slurm``; see ``sigmap_assets/deploy/README.md`` § Slurm)."""
 
     device: str = "auto"
     """Where forward passes run: auto (cuda > mps > cpu), cpu, cuda, cuda:N or mps."""
@@ -185,6 +188,35 @@ class ComputeResource(SigmapResource):
     """CPU threads for torch (0: torch's default)."""
     batch_tokens: int = 16384
     """Tokens per forward batch: the memory knob of NLL scoring."""
+    runner: str = ""
+    """Where token_nll cells are scored: local (in the run's process) or slurm (one sbatch job per cell, requested as in slurm); empty: runner in <storage>/sigmap.yaml, else local."""
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
+    """What each cell's Slurm job requests (partition, account, GPUs, CPUs, memory, time limit); unset fields come from the slurm group of <storage>/sigmap.yaml."""
+
+    def cell_runner(self, storage_root: str) -> str:
+        """``local`` or ``slurm``: this resource's ``runner``, else ``runner`` in
+        ``<storage_root>/sigmap.yaml``, else ``local``.
+
+        Raises
+        ------
+        ValueError
+            Any other value (one line naming it and where it came from).
+        """
+        source = "ComputeResource.runner"
+        runner = self.runner
+        if not runner:
+            runner, source = (
+                read_project_config(storage_root).get("runner") or "local",
+                "sigmap.yaml",
+            )
+        if runner not in {"local", "slurm"}:
+            raise ValueError(f"{source}: runner must be local or slurm, got {runner!r}")
+        return runner
+
+    def slurm_request(self, storage_root: str) -> SlurmRequest:
+        """The resolved Slurm request of a cell: :attr:`slurm` over the ``slurm`` group of
+        ``<storage_root>/sigmap.yaml`` over the defaults (:func:`sigmap_assets.slurm.resolve_request`)."""
+        return resolve_request(self.slurm, read_project_config(storage_root))
 
     def scoring_dtype(self, spec: Any) -> str:
         """The dtype a model is scored in: its registry ``dtype`` when set, else this

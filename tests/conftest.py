@@ -14,6 +14,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "realdata: needs ../shared/data (skips when absent)")
     config.addinivalue_line("markers", "browser: drives Chromium through Playwright")
     config.addinivalue_line("markers", "postgres: needs a PostgreSQL server (SIGMAP_TEST_PG_URL)")
+    config.addinivalue_line("markers", "slurm: needs a Slurm cluster (SIGMAP_TEST_SLURM)")
 
 
 @pytest.fixture(scope="session")

@@ -168,6 +168,10 @@ def token_nll(
             "units_have_text: false), so no model can be scored on them; give the model its "
             "values (nll_source in models.yaml) or remove it"
         )
+    elif cell_runner(compute, storage) == "slurm":  # one sbatch job (sigmap_assets.slurm)
+        from sigmap_assets.slurm import score_cell_on_slurm
+
+        stats = score_cell_on_slurm(context, spec, shard_key, fp, storage, world, compute)
     else:
         stats = score_cell(context, spec, shard, out, state.layout, compute, fp)
     stats = dict(stats)
@@ -181,6 +185,15 @@ def token_nll(
     checksums = NLLStore.open(out).checksums
     version = hashlib.sha256(json.dumps(checksums, sort_keys=True).encode()).hexdigest()[:16]
     return dg.MaterializeResult(metadata=meta, data_version=dg.DataVersion(version))
+
+
+def cell_runner(compute: ComputeResource, storage: SigmapStorage) -> str:
+    """``local`` or ``slurm`` (:meth:`ComputeResource.cell_runner`); a bad value fails the
+    cell with one line."""
+    try:
+        return compute.cell_runner(storage.root)
+    except ValueError as exc:
+        raise dg.Failure(str(exc)) from None
 
 
 #: The last model loaded by this thread, reused by the thread's next cell of the same
