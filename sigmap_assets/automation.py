@@ -34,6 +34,8 @@ from typing import Any
 
 import dagster as dg
 
+from sigmap_assets.fingerprints import SETTINGS
+
 TICK_ENV = "SIGMAP_TICK_SECONDS"
 
 
@@ -134,9 +136,9 @@ def aggregate_condition(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
         (AC.newly_missing() | deps_changed(ignore) | AC.code_version_changed())
         .since_last_handled()
         .with_label("missing or upstream changed since last handled")
-        & _ignoring(AC.any_deps_match(~AC.missing() | AC.will_be_requested()), ignore).with_label(
-            "some upstream partition is materialized"
-        )
+        & _ignoring(
+            AC.any_deps_match(~AC.missing() | AC.will_be_requested()), [*ignore, *SETTING_SOURCES]
+        ).with_label("some upstream partition is materialized")
         & ~upstream_busy()
         & ~dep_about_to_refresh()
         & ~AC.in_progress()
@@ -148,6 +150,10 @@ def aggregate_condition(ignore: Sequence[str] = ()) -> dg.AutomationCondition:
 INPUT_SOURCES = dg.AssetSelection.assets(
     "registry_file", "catalog_file", "corpus_files", "score_sources", "lm_eval_logs"
 )
+#: The settings that change results, observed like the input files
+#: (:data:`sigmap_assets.fingerprints.SETTINGS`): a change refreshes exactly their readers;
+#: an observed setting is never taken as an upstream result to aggregate.
+SETTING_SOURCES = tuple(SETTINGS)
 
 
 def input_condition() -> dg.AutomationCondition:

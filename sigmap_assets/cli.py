@@ -88,7 +88,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     os.environ.setdefault("SIGMAP_PROGRESS", "1")
     logging.getLogger("dagster").setLevel(logging.WARNING)
 
-    from sigmap_assets.demo import DemoRunner
+    from sigmap_assets.demo import GraphRunner
     from sigmap_assets.resources import read_project_config, write_project_config
 
     if getattr(args, "configured_only", False) and not _configured(_storage_root(args.storage)):
@@ -132,10 +132,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
         return 1
     defs = _load_defs()
     with dg.DagsterInstance.get() as instance:
-        runner = DemoRunner(
+        runner = GraphRunner(
             defs,
             instance,
-            StorageLayout(str(root)).demo_state(),
             cell_threads=_cell_threads(root),
             lanes=_lanes(root),
         )
@@ -237,10 +236,8 @@ def _stored_minimums(root: Path, folder: Path) -> dict | None:
 
 
 def _configured(root: Path) -> bool:
-    """A world was chosen for this storage root (``sigmap demo`` writes ``sigmap.yaml``; a
-    root an older sigmap ran on has only its step record: the zoo)."""
-    layout = StorageLayout(str(root))
-    return Path(layout.project_config()).exists() or Path(layout.demo_state()).exists()
+    """A world was chosen for this storage root (``sigmap demo`` writes ``sigmap.yaml``)."""
+    return Path(StorageLayout(str(root)).project_config()).exists()
 
 
 def _storage_root(storage: str | None) -> Path:
@@ -378,11 +375,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_sync(args: argparse.Namespace) -> int:
     import dagster as dg
 
-    from sigmap_assets.demo import DemoRunner
+    from sigmap_assets.demo import sync_partitions
 
-    root = _setup_env(args.storage)
+    _setup_env(args.storage)
     with dg.DagsterInstance.get() as instance:
-        DemoRunner(_load_defs(), instance, StorageLayout(str(root)).demo_state()).sync_partitions()
+        sync_partitions(instance, _load_defs().resources["world"], print)
     return 0
 
 

@@ -17,22 +17,30 @@ import dagster as dg
 
 def described_for_ui(loaded: dg.Definitions) -> dg.Definitions:
     """``loaded`` with every asset described for the UI: the ``code_version`` of its step
-    (:mod:`sigmap_assets.versions`), the owners (:data:`sigmap_assets.metadata.OWNERS`), and
+    (:mod:`sigmap_assets.versions`), the settings it reads as dependencies
+    (:data:`sigmap_assets.fingerprints.SETTINGS`), the owners
+    (:data:`sigmap_assets.metadata.OWNERS`), and
     a reference to the source file and line that computes it (the UI's "Code" links; local
     paths, as the project needs no git remote).
 
     The defs folder yields an asset object once per module that names it (a checks module
     imports its asset), so the objects are de-duplicated before their specs are mapped.
     """
+    from sigmap_assets.fingerprints import SETTINGS
     from sigmap_assets.metadata import OWNERS
     from sigmap_assets.versions import code_version
+
+    reads: dict[str, list[str]] = {}
+    for setting, (readers, _) in SETTINGS.items():
+        for asset in readers:
+            reads.setdefault(asset, []).append(setting)
 
     unique = list({id(a): a for a in loaded.assets or []}.values())
     described = [
         a.map_asset_specs(
             lambda s: s.replace_attributes(
                 code_version=code_version(s.key.to_user_string()), owners=OWNERS
-            )
+            ).merge_attributes(deps=reads.get(s.key.to_user_string(), []))
         )
         if isinstance(a, dg.AssetsDefinition)
         else a

@@ -1,28 +1,38 @@
-"""`sigmap demo` / `sigmap run`: materialize the whole graph in dependency order, in-process,
-into the persistent Dagster instance (so every materialization is visible in the UI).
+"""`sigmap demo` / `sigmap run`: the daemon's own sensors and declarative automation, ticked
+in-process until nothing more is requested, each request materialized into the persistent
+Dagster instance (so every run is visible in the UI).
 
-A step is "up to date" when its code version and the data versions of everything upstream
-are the ones it last ran on (recorded under ``<storage>/.sigmap/steps.json``): a re-run with
-nothing new only re-checks the world, then stops. Progress shows the stage, the partition and an ETA from
-the previous run's durations (or built-in estimates on the first run).
+One idea of "current": what runs is what the ``sigmap_automation`` sensor would request
+(:func:`dagster.evaluate_automation_conditions` over the asset graph, with the conditions of
+:mod:`sigmap_assets.automation`), after the input observer has recorded the inputs and
+settings that changed and the model and catalog sensors have added the new partitions (and
+requested the cells of a model whose files changed in place). The steps come from the graph;
+no list of steps is kept here. The automation cursor and the sensors' cursors live in the
+instance's key-value store, so a run resumes where the previous one (or the daemon's tick
+of the same conditions) left off, and a second run with nothing new requests nothing.
 
-What the world cannot support is *skipped* by the assets themselves, with a reason
-(:mod:`sigmap_assets.skips`); the runner lists those skips in its summary. A failing
-partition fails alone; a failing unpartitioned stage stops only the stages downstream of
-it. Either way the run goes to the end and the summary is printed; full error reports
-(stack traces) go to ``<storage>/.sigmap/logs/`` and only their last line to the console.
+The only asset run every time is the world root (``model_zoo``: an unautomated asset that
+reads no other asset), which re-checks the embedded world and keeps its data version when
+nothing changed.
+
+Requests of one tick run in dependency order; with ``lanes`` > 1, every request whose
+requested upstream assets are done runs at once with others (up to ``lanes``). A failing
+partition (a cell, a shard) fails alone; a failing unpartitioned asset or benchmark range
+blocks what is downstream of it until a later request of it succeeds. Either way the run
+goes to the end and the summary is printed; full error reports go to ``<storage>/.sigmap/logs/`` and
+only their last line to the console. What the world cannot support is *skipped* by the
+assets themselves, with a reason (:mod:`sigmap_assets.skips`), and listed in the summary.
 """
 
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,55 +40,16 @@ from pathlib import Path
 import dagster as dg
 
 from sigmap_assets.memory import release_memory
-from sigmap_assets.metadata import DATA_VERSION_TAG
-from sigmap_assets.partitions import benchmarks_partitions, models_partitions
-from sigmap_assets.versions import code_version
-from sigmap_lib._util import atomic_write_json
 
 # the console shows the runner's own lines; Dagster's event log (the UI) keeps every message
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
-
-@dataclass(frozen=True)
-class Step:
-    """One unit of demo work: some assets, for no partition / each model / a benchmark range."""
-
-    stage: str
-    assets: tuple[str, ...]
-    partitions: str = "none"  # none | shards / cells (one run each) | benchmarks (one range run)
-    always: bool = False  # roots that must re-read their sources every time
-    estimate_s: float = 5.0  # first-run guess for the ETA and the lanes' order (the zoo's)
-
-
-STEPS: tuple[Step, ...] = (
-    Step("world", ("model_zoo",), always=True, estimate_s=190.0),
-    Step("corpus", ("corpus_manifest",), estimate_s=5.0),
-    Step("shards", ("corpus_shard",), partitions="shards", estimate_s=0.2),
-    Step("registry", ("model_registry", "benchmark_catalog"), estimate_s=4.0),
-    Step("scores", ("benchmark_scores",), estimate_s=4.0),
-    Step("perplexity", ("token_nll",), partitions="cells", estimate_s=5.0),
-    Step("ranks", ("nll_ranks",), partitions="shards", estimate_s=0.2),
-    Step("coverage", ("rank_coverage",), estimate_s=3.0),
-    Step("items", ("benchmark_items",), partitions="benchmarks", estimate_s=10.0),
-    Step("shard screening", ("shard_screen",), partitions="shards", estimate_s=0.3),
-    Step("screening", ("screened_candidates",), partitions="benchmarks", estimate_s=15.0),
-    Step("signatures", ("signatures",), partitions="benchmarks", estimate_s=20.0),
-    Step("overlap", ("performance_overlap", "semantic_overlap"), estimate_s=40.0),
-    Step("signature overlap", ("signature_overlap",), estimate_s=15.0),
-    Step("report", ("overlap_report",), estimate_s=40.0),
-    Step("metabench pool", ("irt_item_pool",), partitions="benchmarks", estimate_s=10.0),
-    Step("metabench fits", ("irt_fits",), partitions="benchmarks", estimate_s=50.0),
-    Step("metabench selection", ("metabench_selection",), partitions="benchmarks", estimate_s=40.0),
-    Step("metabench", ("metabench",), estimate_s=10.0),
-)
-
-
-def _expected_s(step: Step, durations: dict) -> float:
-    """A step's expected seconds: its last duration, else its estimate (per partition for
-    the shards / cells steps, counted as 16)."""
-    return durations.get(
-        step.stage, step.estimate_s * (16 if step.partitions in ("shards", "cells") else 1)
-    )
+#: Keys of the runner's cursors and timings in the instance's key-value store.
+AUTOMATION_CURSOR = "sigmap/run/automation"
+SENSOR_CURSOR = "sigmap/run/sensor/"
+DURATIONS = "sigmap/run/durations"
+#: Seconds a request is expected to take before it has ever run (the ETA's first guess).
+FIRST_GUESS_S = 5.0
 
 
 def _fmt_s(seconds: float) -> str:
@@ -122,7 +93,7 @@ def _runs_in_threads(instance: dg.DagsterInstance) -> Iterator[None]:
       even when that config is empty: dictConfig closes every logging handler under the
       logging module's lock, which deadlocks against a run logging in another thread. With
       no handler config there are no such handlers, so the instance returns none without
-      calling dictConfig (an instance with such a config gets one lane: :class:`DemoRunner`).
+      calling dictConfig (an instance with such a config gets one lane: :class:`GraphRunner`).
     - Every step's stdout and stderr are captured by pointing file descriptors 1 and 2 at
       its log files (``os.dup2``) and back at the end: steps of two threads would swap the
       process's descriptors. The runs of the lanes keep no stdout / stderr files (their
@@ -143,39 +114,6 @@ def _runs_in_threads(instance: dg.DagsterInstance) -> Iterator[None]:
         instance._compute_log_manager = saved[1]
 
 
-def _latest_versions(
-    instance: dg.DagsterInstance, key: dg.AssetKey, partitions: Sequence[str] | None
-) -> list[str]:
-    if partitions is None:
-        ev = instance.get_latest_materialization_event(key)
-        if ev is None or ev.asset_materialization is None:
-            return [f"{key.to_user_string()}:missing"]
-        return [
-            f"{key.to_user_string()}:{ev.asset_materialization.tags.get(DATA_VERSION_TAG, ev.run_id)}"
-        ]
-    name = key.to_user_string()
-    # one query for every partition's latest data version (Dagster tags each materialization)
-    latest = instance.event_log_storage.get_latest_tags_by_partition(
-        key,
-        dg.DagsterEventType.ASSET_MATERIALIZATION,
-        [DATA_VERSION_TAG],
-        asset_partitions=list(partitions),
-    )
-    out = []
-    for p in partitions:
-        version = latest.get(p, {}).get(DATA_VERSION_TAG)
-        if version is None:  # never materialized, or by a run that set no data version
-            recs = instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=key, asset_partitions=[p]), limit=1
-            ).records
-            if not recs or recs[0].asset_materialization is None:
-                out.append(f"{name}[{p}]:missing")
-                continue
-            version = recs[0].asset_materialization.tags.get(DATA_VERSION_TAG, recs[0].run_id)
-        out.append(f"{name}[{p}]:{version}")
-    return out
-
-
 def failure_report(event) -> str:
     """The whole error of a step failure, stack traces and causes included (for the log file)."""
     data = getattr(event, "event_specific_data", None)
@@ -194,144 +132,366 @@ def failure_message(event) -> str:
     return f"{err.cls_name}: {err.message.strip()}"
 
 
-class DemoRunner:
+@dataclass(frozen=True)
+class Request:
+    """One run: an asset for no partition, one partition, or a range of benchmarks."""
+
+    asset: str
+    partition: str | None = None
+    prange: tuple[str, str] | None = None
+
+    def label(self) -> str:
+        if self.prange:
+            return f"{self.asset} · {self.prange[0]}…{self.prange[1]}"
+        return f"{self.asset} · {self.partition}" if self.partition else self.asset
+
+
+def sync_partitions(
+    instance: dg.DagsterInstance, world, log: Callable[[str], None] = lambda s: None
+) -> None:
+    """Add a ``models`` partition per new registry entry and a ``benchmarks`` partition per
+    new catalog entry (what the model and catalog sensors add; never removes one)."""
+    from sigmap_assets.partitions import benchmarks_partitions, models_partitions
+    from sigmap_assets.registry_sync import plan_benchmark_sync, plan_model_sync
+
+    for pdef, plan_fn, fname in (
+        (models_partitions, plan_model_sync, "models.yaml"),
+        (benchmarks_partitions, plan_benchmark_sync, "catalog.yaml"),
+    ):
+        plan = plan_fn(world.file(fname), set(instance.get_dynamic_partitions(pdef.name)))
+        if plan.new_keys:
+            instance.add_dynamic_partitions(pdef.name, plan.new_keys)
+            log(f"added {len(plan.new_keys)} {pdef.name} partitions")
+
+
+class GraphRunner:
+    """Tick the daemon's sensors and automation in-process and run what they request.
+
+    Parameters
+    ----------
+    defs : dagster.Definitions
+        The code location (its assets, checks, sensors and resources).
+    instance : dagster.DagsterInstance
+        The persistent instance: runs, cursors and timings are stored there.
+    log : callable, optional
+        Where progress lines go (default: stderr).
+    resources : dict, optional
+        Resources for the runs (default: the definitions').
+    cell_threads : int
+        Torch's CPU threads while perplexity cells are scored (0: as configured).
+    lanes : int
+        Requests run at once (those whose requested upstream assets are done).
+    max_ticks : int
+        Automation ticks before the run stops with what is still requested.
+    """
+
     def __init__(
         self,
         defs: dg.Definitions,
         instance: dg.DagsterInstance,
-        state_path: Path,
         log: Callable[[str], None] | None = None,
         resources: dict | None = None,
         cell_threads: int = 0,
         lanes: int = 1,
+        max_ticks: int = 40,
     ) -> None:
-        """``cell_threads``: torch's CPU threads while the perplexity cells are scored (0:
-        as the compute resource and torch set them). ``lanes``: steps run at once (those
-        whose upstream steps are done) and partitions of one step run at once; with more
-        than one lane, torch keeps ``cell_threads`` threads for the whole run."""
         self.defs = defs
+        self.instance = instance
+        self.graph = defs.resolve_asset_graph()
+        self.assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
+        self.checks = list(defs.asset_checks or [])
+        self.resources = resources if resources is not None else (defs.resources or {})
         self.cell_threads = max(0, int(cell_threads))
         self.lanes = max(1, int(lanes))
         if self.lanes > 1 and instance.get_python_log_dagster_handler_config():
             self.lanes = 1  # its handlers cannot be built while other runs log (_runs_in_threads)
-        self._lock = threading.RLock()
-        self.instance = instance
-        self.state_path = state_path
-        self.graph = defs.resolve_asset_graph()
-        self.assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
-        self.resources = resources if resources is not None else (defs.resources or {})
-        self.state = json.loads(state_path.read_text()) if state_path.exists() else {}
+        self.max_ticks = max_ticks
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
+        self._lock = threading.RLock()
 
-    # -- bookkeeping ------------------------------------------------------------------
-    def _save(self) -> None:
-        with self._lock:
-            self.state_path.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_json(self.state_path, self.state, sort_keys=True)
+    # -- the instance's key-value store ------------------------------------------------
+    def _get(self, key: str) -> str | None:
+        return self.instance.run_storage.get_cursor_values({key}).get(key)
 
-    def _record(self, table: dict, key: str, value) -> None:
-        """``table[key] = value`` in the run's state, saved (safe from several lanes)."""
-        with self._lock:
-            table[key] = value
-            self._save()
+    def _set(self, key: str, value: str) -> None:
+        self.instance.run_storage.set_cursor_values({key: value})
 
-    def _partitions(self, name: str) -> list[str]:
-        return list(self.instance.get_dynamic_partitions(name))
+    # -- the graph --------------------------------------------------------------------
+    def _closure(self, targets: Sequence[str] | None) -> set[str]:
+        """The assets ``targets`` need (all of them when None)."""
+        keys = [k for k in self.graph.toposorted_asset_keys if self.graph.get(k).is_materializable]
+        if targets is None:
+            return {k.to_user_string() for k in keys}
+        out, todo = set(), [dg.AssetKey(t) for t in targets]
+        while todo:
+            key = todo.pop()
+            if key.to_user_string() not in out and self.graph.get(key).is_materializable:
+                out.add(key.to_user_string())
+                todo += list(self.graph.get(key).parent_keys)
+        return out
 
-    def _all_keys(self, pdef) -> list[str]:
-        if isinstance(pdef, dg.MultiPartitionsDefinition):
-            return [str(k) for k in pdef.get_partition_keys(dynamic_partitions_store=self.instance)]
-        return self._partitions(pdef.name)
+    def _roots(self, selected: set[str]) -> list[str]:
+        """Unautomated assets that read no other asset: run every time (the world)."""
+        out = []
+        for key in self.graph.toposorted_asset_keys:
+            node = self.graph.get(key)
+            if (
+                key.to_user_string() in selected
+                and node.is_materializable
+                and node.automation_condition is None
+                and not any(self.graph.get(p).is_materializable for p in node.parent_keys)
+            ):
+                out.append(key.to_user_string())
+        return out
 
-    def _parent_keys(self, node, pdef, partition: str | None) -> list[str] | None:
-        """The parent partitions one child partition reads (None: the parent is unpartitioned)."""
-        own = node.partitions_def
-        if pdef is None:
-            return None
-        if partition is None:
-            return self._all_keys(pdef)
-        if pdef == own:
-            return [partition]
-        if isinstance(own, dg.MultiPartitionsDefinition):  # a cell reads its row / column
-            key = own.get_partition_key_from_str(partition)
-            for dim in own.partitions_defs:
-                if dim.partitions_def == pdef:
-                    return [key.keys_by_dimension[dim.name]]
-        if isinstance(pdef, dg.MultiPartitionsDefinition):  # a shard reads its cells
-            for dim in pdef.partitions_defs:
-                if dim.partitions_def == own:
-                    return [
-                        k
-                        for k in self._all_keys(pdef)
-                        if pdef.get_partition_key_from_str(k).keys_by_dimension[dim.name]
-                        == partition
-                    ]
-        return self._all_keys(pdef)
+    def _downstream(self, names: set[str]) -> set[str]:
+        out, todo = set(), [dg.AssetKey(a) for a in names]
+        while todo:
+            key = todo.pop()
+            if key.to_user_string() not in out:
+                out.add(key.to_user_string())
+                todo += list(self.graph.get(key).child_keys)
+        return out
 
-    def _signature(self, asset: str, partition: str | None) -> str:
-        node = self.graph.get(dg.AssetKey(asset))
-        parts: list[str] = []
-        for parent in sorted(node.parent_keys, key=lambda k: k.to_user_string()):
-            pdef = self.graph.get(parent).partitions_def
-            parts += _latest_versions(
-                self.instance, parent, self._parent_keys(node, pdef, partition)
-            )
-        own = _latest_versions(
-            self.instance, dg.AssetKey(asset), None if partition is None else [partition]
+    def _upstream(self, name: str) -> set[str]:
+        out, todo = set(), list(self.graph.get(dg.AssetKey(name)).parent_keys)
+        while todo:
+            key = todo.pop()
+            if key.to_user_string() not in out:
+                out.add(key.to_user_string())
+                todo += list(self.graph.get(key).parent_keys)
+        return out
+
+    # -- sensors and automation ----------------------------------------------------------
+    def _sensor(self, name: str) -> list[Request]:
+        """One tick of a sensor of the definitions, as the daemon handles its result (its
+        cursor kept in the instance): observations recorded, partitions added; the run
+        requests it makes (cells of a model whose files changed) returned."""
+        sensor = self.defs.get_sensor_def(name)
+        with (
+            _quiet(),
+            dg.build_sensor_context(
+                instance=self.instance,
+                cursor=self._get(SENSOR_CURSOR + name),
+                resources={"world": self.resources["world"]},
+            ) as ctx,
+        ):
+            result = sensor(ctx)
+        if not isinstance(result, dg.SensorResult):
+            return []
+        for ev in result.asset_events or []:
+            self.instance.report_runless_asset_event(ev)
+        for req in result.dynamic_partitions_requests or []:
+            if isinstance(req, dg.AddDynamicPartitionsRequest):
+                self.instance.add_dynamic_partitions(
+                    req.partitions_def_name, list(req.partition_keys)
+                )
+        if result.cursor is not None:
+            self._set(SENSOR_CURSOR + name, result.cursor)
+        return [
+            Request(asset.to_user_string(), r.partition_key)
+            for r in result.run_requests or []
+            for asset in r.asset_selection or []
+        ]
+
+    def _tick(self, selection: dg.AssetSelection) -> dict[str, list[str | None]]:
+        """One evaluation of the automation conditions (cursor kept in the instance): the
+        requested partitions per asset (``[None]`` for an unpartitioned one)."""
+        raw = self._get(AUTOMATION_CURSOR)
+        result = dg.evaluate_automation_conditions(
+            defs=self.defs,
+            instance=self.instance,
+            asset_selection=selection,
+            cursor=dg.deserialize_value(raw) if raw else None,  # type: ignore[arg-type]
         )
-        parts.append(f"code={code_version(asset)}")  # a new sigmap recomputes what it changed
-        if asset == "token_nll" and partition is not None:
-            parts.append(self._cell_fingerprint(partition))
-        if asset == "signatures":  # `sigmap run --strata` / settings.yaml change a signature
-            from sigmap_lib.errors import SigmapInputError
+        self._set(AUTOMATION_CURSOR, dg.serialize_value(result.cursor))
+        out: dict[str, list[str | None]] = {}
+        for key in self.graph.toposorted_asset_keys:
+            if self.graph.get(key).automation_condition is None:
+                continue
+            keys = result.get_requested_partitions(key)
+            if keys:
+                out[key.to_user_string()] = sorted(keys, key=lambda k: "" if k is None else str(k))
+        return out
 
-            try:
-                parts.append(f"strata={self.resources['world'].strata()}")
-            except SigmapInputError as exc:  # the signatures step fails with the reason
-                parts.append(f"strata=invalid: {exc}")
-        return hashlib.sha256("|".join(parts + own).encode()).hexdigest()[:20]
+    def _requests(self, asked: dict[str, list[str | None]]) -> list[Request]:
+        """A tick's requests as runs: unpartitioned assets once; benchmarks as ranges of
+        consecutive keys; other partitions one run each."""
+        from sigmap_assets.partitions import benchmarks_partitions
 
-    def _cell_fingerprint(self, partition: str) -> str:
-        """The model's files and scoring settings: weights overwritten in place, another
-        tokenizer or dtype make its cells "to do" (and only its cells)."""
-        from sigmap_assets.partitions import cells_partitions
-        from sigmap_assets.state import StoredState
-        from sigmap_lib.inputs import read_registry
+        order = self.instance.get_dynamic_partitions(benchmarks_partitions.name)
+        out: list[Request] = []
+        for name, keys in asked.items():
+            pdef = self.graph.get(dg.AssetKey(name)).partitions_def
+            if keys == [None]:
+                out.append(Request(name))
+            elif pdef == benchmarks_partitions:
+                idx = sorted(order.index(k) for k in keys if k in order)
+                runs: list[list[int]] = []
+                for i in idx:
+                    if runs and i == runs[-1][-1] + 1:
+                        runs[-1].append(i)
+                    else:
+                        runs.append([i])
+                out += [Request(name, prange=(order[r[0]], order[r[-1]])) for r in runs]
+            else:
+                out += [Request(name, str(k)) for k in keys]
+        return out
 
-        key = cells_partitions.get_partition_key_from_str(partition).keys_by_dimension
-        path = self.resources["world"].file("models.yaml")
-        stamp = (str(path), path.stat().st_mtime_ns)
-        if getattr(self, "_specs", (None, None))[0] != stamp:  # read once per registry version
-            self._specs = (stamp, {s.key: s for s in read_registry(path)})
-        spec = self._specs[1].get(key["model"])
-        if spec is None:
-            return "unregistered"
+    # -- the run -----------------------------------------------------------------------
+    def run(self, targets: Sequence[str] | None = None) -> dict:
+        """Run until automation requests nothing more (``targets``: only these assets and
+        what they need). Returns the summary: ``ran``, ``skipped`` (up to date),
+        ``failed`` (with partition and error), ``blocked`` (downstream of a failure),
+        ``skips`` (what the assets skipped, with reasons) and ``seconds``."""
+        selected = self._closure(targets)
+        selection = dg.AssetSelection.assets(*selected)
+        durations = json.loads(self._get(DURATIONS) or "{}")
+        automated = [
+            k.to_user_string()
+            for k in self.graph.toposorted_asset_keys
+            if k.to_user_string() in selected and self.graph.get(k).automation_condition
+        ]
+        roots = self._roots(selected)
+        prog = Progress(
+            sum(durations.get(a, FIRST_GUESS_S) for a in [*roots, *automated]), lanes=self.lanes
+        )
+        self.summary: dict = {"ran": [], "skipped": [], "failed": [], "blocked": [], "skips": []}
+        self._failed: set[str] = set()
+        self._took: dict[str, float] = {}
+        gc.collect()
+        gc.freeze()  # what is loaded by now lives for the whole run: kept out of collections
         try:
-            state = StoredState.read(self.resources["storage"])
-            dtype = self.resources["compute"].scoring_dtype(spec)
-            return state.cell_fingerprint(spec, key["shard"], dtype)
-        except OSError as exc:  # a missing model folder: the cell's own run reports it
-            return f"unreadable:{exc.errno}"
+            for name in roots:
+                self._execute([Request(name)], prog, durations)
+            if self._get(AUTOMATION_CURSOR) is None:
+                self._tick(selection)  # the first evaluation only records the state it finds
+            sync_partitions(self.instance, self.resources["world"], self.log)
+            extra = self._sensor("new_model_sensor") + self._sensor("catalog_sensor")
+            self._sensor("input_observer")
+            for _ in range(self.max_ticks):
+                asked = self._tick(selection)
+                requests = self._requests(asked) + [r for r in extra if r.asset in selected]
+                extra = []
+                if not requests:
+                    break
+                self._execute(requests, prog, durations)
+            else:
+                self.log(f"sigmap: automation still requests work after {self.max_ticks} ticks")
+        finally:
+            gc.unfreeze()
+        ran = set(self.summary["ran"])
+        self.summary["ran"] = [a for a in [*roots, *automated] if a in ran]
+        not_current = ran | {f["stage"] for f in self.summary["failed"]}
+        self.summary["skipped"] = [
+            a for a in automated if a not in not_current and a not in self.summary["blocked"]
+        ]
+        # what every asset that ran or is current skipped (a failed one: its earlier run's)
+        self.summary["skips"] = self._skips(
+            [a for a in [*roots, *automated] if a not in self._failed]
+        )
+        for s in self.summary["skips"]:
+            if s["what"] == "*" and s["asset"] in ran:
+                prog.line(s["asset"], f"skipped: {s['reason']}")
+        self._set(DURATIONS, json.dumps(durations | self._took, sort_keys=True))
+        self.summary["seconds"] = round(time.perf_counter() - prog.t0, 1)
+        return self.summary
 
-    def _materialize(
-        self,
-        assets: Sequence[str],
-        partition: str | None = None,
-        prange: tuple[str, str] | None = None,
-    ) -> float:
-        tags = {"sigmap/launched_by": "sigmap demo"}
-        if prange:
-            tags |= {
-                "dagster/asset_partition_range_start": prange[0],
-                "dagster/asset_partition_range_end": prange[1],
-            }
+    def _execute(self, requests: list[Request], prog: Progress, durations: dict) -> None:
+        """Run one tick's requests in dependency order (``lanes`` at once)."""
+        names = {r.asset for r in requests}
+        waits = {n: self._upstream(n) & names for n in names}
+        pending = list(requests)
+        left = {n: sum(r.asset == n for r in requests) for n in names}
+        done: set[str] = set()
+        torch_threads = self.cell_threads if self.lanes == 1 else 0
+
+        def ready() -> list[Request]:
+            return [r for r in pending if waits[r.asset] <= done]
+
+        def finish(r: Request) -> None:
+            left[r.asset] -= 1
+            if left[r.asset] == 0:
+                done.add(r.asset)
+
+        if self.lanes == 1:
+            while pending:
+                r = ready()[0]
+                pending.remove(r)
+                threads = torch_threads if r.asset == "token_nll" else 0
+                with _torch_threads(threads):
+                    self._one(r, prog, durations, left[r.asset])
+                finish(r)
+            return
+        running: dict[Future, Request] = {}
+        with (
+            _torch_threads(self.cell_threads),
+            _runs_in_threads(self.instance),
+            ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-lane") as pool,
+        ):
+            while pending or running:
+                for r in ready():
+                    if len(running) >= self.lanes:
+                        break
+                    pending.remove(r)
+                    running[pool.submit(self._one, r, prog, durations, left[r.asset])] = r
+                finished, _ = wait(running, return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    fut.result()  # a runner bug surfaces here; asset failures are recorded
+                    finish(running.pop(fut))
+
+    def _one(self, r: Request, prog: Progress, durations: dict, of: int) -> None:
+        """Materialize one request (or record why not) into the summary."""
+        with self._lock:  # downstream of an asset whose latest attempt failed
+            blocked = any(r.asset in self._downstream({f}) - {f} for f in self._failed)
+        expected = durations.get(r.asset, FIRST_GUESS_S) / max(1, of)
+        if blocked:
+            with self._lock:
+                if r.asset not in self.summary["blocked"]:
+                    self.summary["blocked"].append(r.asset)
+                    prog.line(r.asset, "not run: something upstream of it failed")
+            prog.consumed(expected)
+            return
+        prog.line(r.asset, f"materializing {r.label()}")
         t0 = time.perf_counter()
+        try:
+            self._materialize(r)
+        except RuntimeError as exc:
+            with self._lock:
+                if r.partition is None:  # an unpartitioned asset or a range: downstream waits
+                    self._failed.add(r.asset)
+                self.summary["failed"].append(
+                    {"stage": r.asset, "partition": r.partition or "", "error": str(exc)}
+                )
+            prog.line(r.asset, f"FAILED {r.label()}: {str(exc).splitlines()[1].strip()}")
+        else:
+            with self._lock:
+                if r.asset not in self.summary["ran"]:
+                    self.summary["ran"].append(r.asset)
+                if r.partition is None and r.asset in self._failed:  # a later attempt made it
+                    self._failed.discard(r.asset)
+                    self.summary["failed"] = [
+                        f for f in self.summary["failed"]
+                        if not (f["stage"] == r.asset and f["partition"] == "")
+                    ]  # fmt: skip
+        with self._lock:
+            self._took[r.asset] = self._took.get(r.asset, 0.0) + time.perf_counter() - t0
+        prog.consumed(expected)
+        release_memory()
+
+    def _materialize(self, r: Request) -> None:
+        tags = {"sigmap/launched_by": "sigmap run"}
+        if r.prange:
+            tags |= {
+                "dagster/asset_partition_range_start": r.prange[0],
+                "dagster/asset_partition_range_end": r.prange[1],
+            }
         result = dg.materialize(
-            self.assets,
-            selection=list(assets),
+            [*self.assets, *self.checks],
+            selection=[r.asset],
             instance=self.instance,
             resources=self.resources,
-            partition_key=partition,
+            partition_key=r.partition,
             tags=tags,
             run_config=QUIET_RUN_CONFIG,
             raise_on_error=False,
@@ -339,15 +499,14 @@ class DemoRunner:
         if not result.success:
             events = [ev for ev in result.all_events if ev.is_step_failure]
             failures = [f"{ev.step_key}: {failure_message(ev)}" for ev in events]
-            log = self._write_failure_log(result.run_id, assets, partition, events)
+            log = self._write_failure_log(result.run_id, r, events)
             raise RuntimeError(
-                f"materializing {', '.join(assets)} failed:\n  "
-                + "\n  ".join(failures)
+                f"materializing {r.label()} failed:\n  "
+                + "\n  ".join(failures or ["the run failed"])
                 + (f"\n  (full error report: {log})" if log else "")
             )
-        return time.perf_counter() - t0
 
-    def _write_failure_log(self, run_id: str, assets, partition, events) -> Path | None:
+    def _write_failure_log(self, run_id: str, r: Request, events) -> Path | None:
         """The failed steps' full errors under ``.sigmap/logs/<run id>.log``."""
         from sigmap_assets.layout import StorageLayout
 
@@ -356,306 +515,52 @@ class DemoRunner:
         except (KeyError, ValueError, OSError):  # no local storage root: nowhere to write
             return None
         path = folder / f"{run_id}.log"
-        text = [f"run {run_id}: {', '.join(assets)}" + (f" [{partition}]" if partition else "")]
+        text = [f"run {run_id}: {r.label()}"]
         text += [f"\n--- step {ev.step_key}\n{failure_report(ev)}" for ev in events]
         path.write_text("\n".join(text) + "\n")
         return path
 
-    def skips(self, step: Step) -> list[dict[str, str]]:
-        """What the step's assets skipped in their latest materialization, with reasons."""
+    def _skips(self, assets: Sequence[str]) -> list[dict[str, str]]:
+        """What the assets skipped in their latest materialization, with reasons (not the
+        per-shard and per-cell assets: a failing partition is a failure, not a skip)."""
+        from sigmap_assets.partitions import benchmarks_partitions
         from sigmap_assets.skips import skips_of
 
-        if step.partitions in ("shards", "cells"):
-            return []  # per-partition runs: a failing one is a failure, not a skip
         out = []
-        for asset in step.assets:
+        for asset in assets:
+            pdef = self.graph.get(dg.AssetKey(asset)).partitions_def
+            if pdef is not None and pdef != benchmarks_partitions:
+                continue
             ev = self.instance.get_latest_materialization_event(dg.AssetKey(asset))
             mat = ev.asset_materialization if ev is not None else None
             for what, reason in skips_of(mat.metadata if mat is not None else {}).items():
-                out.append({"stage": step.stage, "asset": asset, "what": what, "reason": reason})
+                out.append({"stage": asset, "asset": asset, "what": what, "reason": reason})
         return out
 
-    def _blocked_by(self, failed: set[str]) -> set[str]:
-        """The failed assets and everything downstream of them."""
-        out, todo = set(), [dg.AssetKey(a) for a in failed]
-        while todo:
-            key = todo.pop()
-            if key.to_user_string() in out:
-                continue
-            out.add(key.to_user_string())
-            todo += list(self.graph.get(key).child_keys)
-        return out
 
-    # -- partitions ---------------------------------------------------------------------
-    def sync_partitions(self) -> None:
-        from sigmap_assets.registry_sync import plan_benchmark_sync, plan_model_sync
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Sensors' info lines kept off the console meanwhile (the runner prints its own)."""
+    import logging
 
-        world = self.resources["world"]
-        for pdef, plan_fn, fname in (
-            (models_partitions, plan_model_sync, "models.yaml"),
-            (benchmarks_partitions, plan_benchmark_sync, "catalog.yaml"),
-        ):
-            plan = plan_fn(world.file(fname), set(self._partitions(pdef.name)))
-            if plan.new_keys:
-                self.instance.add_dynamic_partitions(pdef.name, plan.new_keys)
-                self.log(f"added {len(plan.new_keys)} {pdef.name} partitions")
+    logging.disable(logging.INFO)
+    try:
+        yield
+    finally:
+        logging.disable(logging.NOTSET)
 
-    def _keys_for(self, step: Step) -> list[str]:
-        from sigmap_lib.inputs import read_registry
 
-        if step.partitions in ("shards", "cells"):
-            from sigmap_assets.partitions import cell_key
-            from sigmap_assets.state import StoredState
+@contextmanager
+def _torch_threads(n: int) -> Iterator[None]:
+    """Torch's CPU threads set to ``n`` meanwhile (0: left as they are)."""
+    if n <= 0:
+        yield
+        return
+    import torch
 
-            shards = StoredState.read(self.resources["storage"]).shard_keys
-            if step.partitions == "shards":
-                return shards
-            models = [s.key for s in read_registry(self.resources["world"].file("models.yaml"))]
-            return [str(cell_key(m, sh)) for m in models for sh in shards]
-        from sigmap_lib.inputs import benchmark_slug, read_catalog
-
-        return [
-            benchmark_slug(n) for n in read_catalog(self.resources["world"].file("catalog.yaml"))
-        ]
-
-    # -- the run -----------------------------------------------------------------------
-    def step_deps(self, steps: Sequence[Step]) -> list[set[int]]:
-        """For each step, the earlier steps it waits for: those holding an asset upstream of
-        one of its assets, and the steps up to the registry (partitions are synced there)."""
-        index = {a: i for i, st in enumerate(steps) for a in st.assets}
-        names = [st.stage for st in steps]
-        preamble = names.index("registry") if "registry" in names else -1
-        out: list[set[int]] = []
-        for j, st in enumerate(steps):
-            todo = [dg.AssetKey(a) for a in st.assets]
-            seen: set[dg.AssetKey] = set()
-            deps = set(range(min(j, preamble + 1)))
-            while todo:
-                key = todo.pop()
-                for parent in self.graph.get(key).parent_keys:
-                    if parent not in seen:
-                        seen.add(parent)
-                        todo.append(parent)
-                        i = index.get(parent.to_user_string())
-                        if i is not None and i < j:
-                            deps.add(i)
-            out.append(deps)
-        return out
-
-    @staticmethod
-    def _critical_path(
-        steps: Sequence[Step], deps: Sequence[set[int]], durations: dict
-    ) -> list[float]:
-        """Per step, the expected seconds from its start to the end of the longest chain of
-        steps waiting on it (its last duration, else its estimate): ready steps start
-        longest chain first, so the lanes end together."""
-        own = [_expected_s(s, durations) for s in steps]
-        rank = list(own)
-        for j in reversed(range(len(steps))):  # deps point backwards: dependents come later
-            for i in deps[j]:
-                rank[i] = max(rank[i], own[i] + rank[j])
-        return rank
-
-    def run(self, steps: Sequence[Step] = STEPS) -> dict:
-        durations = self.state.get("durations", {})
-        estimate = sum(_expected_s(s, durations) for s in steps)
-        prog = Progress(estimate, lanes=self.lanes)
-        summary: dict = {"ran": [], "skipped": [], "failed": [], "blocked": [], "skips": []}
-        failed_assets: set[str] = set()
-
-        def one(i: int) -> None:
-            self._do_step(steps[i], f"{i + 1}/{len(steps)} {steps[i].stage}", prog, summary,
-                          failed_assets, durations)  # fmt: skip
-
-        # what is loaded by now (modules, the definitions, the instance) lives for the whole
-        # run: kept out of every collection, so each one walks only what the steps allocate
-        gc.collect()
-        gc.freeze()
-        try:
-            self._run_steps(steps, one, durations)
-        finally:
-            gc.unfreeze()
-        summary["seconds"] = round(time.perf_counter() - prog.t0, 1)
-        return summary
-
-    def _run_steps(
-        self, steps: Sequence[Step], one: Callable[[int], None], durations: dict
-    ) -> None:
-        """Call ``one(i)`` for every step: in order, or with several lanes every step whose
-        upstream steps are done, longest remaining chain first."""
-        if self.lanes == 1:
-            for i in range(len(steps)):
-                one(i)
-        else:  # every step whose upstream steps are done, `lanes` at once
-            deps = self.step_deps(steps)
-            rank = self._critical_path(steps, deps, durations)
-            pending = sorted(range(len(steps)), key=lambda i: (-rank[i], i))
-            done, running = set(), {}
-            with (
-                self._torch_threads(self.cell_threads),
-                _runs_in_threads(self.instance),
-                ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-lane") as pool,
-            ):
-                while pending or running:
-                    for i in [i for i in pending if deps[i] <= done]:
-                        if len(running) >= self.lanes:
-                            break
-                        pending.remove(i)
-                        running[pool.submit(one, i)] = i
-                    finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        done.add(running.pop(fut))
-                        fut.result()  # a runner bug surfaces here; asset failures are recorded
-
-    def _do_step(
-        self,
-        step: Step,
-        label: str,
-        prog: Progress,
-        summary: dict,
-        failed_assets: set[str],
-        durations: dict,
-    ) -> None:
-        """Run one step (or record why not) into ``summary``."""
-        t_stage = time.perf_counter()
-        expected = _expected_s(step, durations)
-        with self._lock:
-            blocked = self._blocked_by(failed_assets) & set(step.assets)
-        if blocked:
-            prog.line(label, f"not run: upstream of {', '.join(sorted(blocked))} failed")
-            with self._lock:
-                summary["blocked"].append(step.stage)
-            prog.consumed(expected)
-            return
-        try:
-            expected = self._run_step(step, label, prog, summary, expected)
-            skips = self.skips(step)
-        except RuntimeError as exc:  # an unpartitioned / range stage: its downstream waits
-            with self._lock:
-                failed_assets |= set(step.assets)
-                summary["failed"].append({"stage": step.stage, "partition": "", "error": str(exc)})
-            prog.line(label, f"FAILED: {str(exc).splitlines()[1].strip()}")
-            skips = []  # its last materialization is an earlier run's, not this one's
-        with self._lock:
-            summary["skips"] += skips
-            ran = step.stage in summary["ran"]
-        if ran:
-            for sk in skips:
-                if sk["what"] == "*":
-                    prog.line(label, f"{sk['asset']} skipped: {sk['reason']}")
-        prog.consumed(expected)
-        with self._lock:
-            if ran:
-                durations[step.stage] = time.perf_counter() - t_stage
-            self._record(self.state, "durations", durations)
-        release_memory()
-
-    @staticmethod
-    @contextmanager
-    def _torch_threads(n: int) -> Iterator[None]:
-        """Torch's CPU threads set to ``n`` meanwhile (0: left as they are)."""
-        if n <= 0:
-            yield
-            return
-        import torch
-
-        before = torch.get_num_threads()
-        torch.set_num_threads(n)
-        try:
-            yield
-        finally:
-            torch.set_num_threads(before)
-
-    def _run_partitions(
-        self,
-        step: Step,
-        label: str,
-        prog: Progress,
-        summary: dict,
-        expected: float,
-        keys: list[str],
-        todo: list[str],
-        sigs: dict,
-    ) -> None:
-        """One run per partition of ``todo`` (``lanes`` at once); a failing partition fails
-        alone."""
-
-        def one(j: int, k: str) -> None:
-            prog.line(
-                label,
-                f"{step.assets[0]} · {k} ({j}/{len(todo)} to do, {len(keys)} {step.partitions})",
-            )
-            try:
-                self._materialize(step.assets, partition=k)
-            except RuntimeError as exc:  # only this partition fails; the rest go on
-                with self._lock:
-                    summary["failed"].append(
-                        {"stage": step.stage, "partition": k, "error": str(exc)}
-                    )
-                prog.line(label, f"FAILED {k}: {str(exc).splitlines()[1].strip()}")
-                return
-            self._record(sigs, k, self._signature(step.assets[0], k))
-            prog.consumed(expected / len(todo))  # ETA moves model by model
-
-        if self.lanes == 1 or len(todo) < 2:
-            for j, k in enumerate(todo, 1):
-                one(j, k)
-        else:
-            with ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-part") as pool:
-                for fut in [pool.submit(one, j, k) for j, k in enumerate(todo, 1)]:
-                    fut.result()
-        if not todo:
-            prog.line(label, f"{step.assets[0]}: all {len(keys)} {step.partitions} up to date")
-
-    def _run_step(
-        self, step: Step, label: str, prog: Progress, summary: dict, expected: float
-    ) -> float:
-        """One step: materialize what is not up to date (per partition for shards / cells).
-        Returns the part of the step's ETA estimate still to be consumed."""
-        if step.partitions == "none":
-            sig = "|".join(self._signature(a, None) for a in step.assets)
-            with self._lock:
-                sigs = self.state.setdefault("signatures", {})
-            if not step.always and sigs.get(step.stage) == sig:
-                prog.line(label, f"{', '.join(step.assets)}: up to date")
-                summary["skipped"].append(step.stage)
-            else:
-                prog.line(label, f"materializing {', '.join(step.assets)}")
-                self._materialize(step.assets)
-                sig = "|".join(self._signature(a, None) for a in step.assets)
-                self._record(sigs, step.stage, sig)
-                summary["ran"].append(step.stage)
-            if step.stage == "registry":
-                self.sync_partitions()
-        elif step.partitions in ("shards", "cells"):
-            keys = self._keys_for(step)
-            with self._lock:
-                sigs = self.state.setdefault("signatures", {}).setdefault(step.stage, {})
-            todo = [k for k in keys if sigs.get(k) != self._signature(step.assets[0], k)]
-            threads = self.cell_threads if step.partitions == "cells" and self.lanes == 1 else 0
-            with self._torch_threads(threads):
-                self._run_partitions(step, label, prog, summary, expected, keys, todo, sigs)
-            (summary["ran"] if todo else summary["skipped"]).append(step.stage)
-            return 0.0 if todo else expected
-        else:
-            keys = self._keys_for(step)
-            if not keys:
-                prog.line(label, f"{step.assets[0]}: no benchmarks in the catalog")
-                summary["skipped"].append(step.stage)
-                return expected
-            with self._lock:
-                sigs = self.state.setdefault("signatures", {})
-            sig = "|".join(self._signature(step.assets[0], k) for k in keys)
-            if sigs.get(step.stage) == sig:
-                prog.line(label, f"{step.assets[0]}: all {len(keys)} benchmarks up to date")
-                summary["skipped"].append(step.stage)
-            else:
-                prog.line(
-                    label,
-                    f"{step.assets[0]} · {len(keys)} benchmarks in one run ({keys[0]}…{keys[-1]})",
-                )
-                self._materialize(step.assets, prange=(keys[0], keys[-1]))
-                sig = "|".join(self._signature(step.assets[0], k) for k in keys)
-                self._record(sigs, step.stage, sig)
-                summary["ran"].append(step.stage)
-        return expected
+    before = torch.get_num_threads()
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)

@@ -3,14 +3,17 @@ what the sensors that watch them compare from tick to tick.
 
 A small file (registry, catalog, score file) by the sha256 of its bytes; a folder (the
 corpus, lm-eval output) by the names, sizes and modification times of its files (large, so
-nothing is read); :data:`ABSENT` while the input does not exist.
+nothing is read); :data:`ABSENT` while the input does not exist; a setting that changes
+results (:data:`SETTINGS`) by the value in effect.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -134,3 +137,63 @@ def input_versions(world: WorldResource) -> dict[str, InputVersion]:
         SCORE_SOURCES: score_version(world),
         LM_EVAL_LOGS: lm_eval_version(world),
     }
+
+
+#: The settings that change results, each an observed input of exactly the assets that read
+#: it: name → (the assets that read it, what it is). Their data version is a fingerprint of
+#: the value in effect (``settings.yaml`` of the world, then what ``sigmap run --strata`` /
+#: ``--minimum`` stored in ``<storage>/sigmap.yaml``), so changing one marks exactly those
+#: assets stale and automation refreshes them.
+SETTINGS: dict[str, tuple[tuple[str, ...], str]] = {
+    "score_minimum": (("benchmark_scores",), "Models a benchmark needs scores for."),
+    "coverage_minimum": (("rank_coverage",), "Models the coverage needs on every shard."),
+    "signature_minimum": (
+        ("shard_screen", "screened_candidates"),
+        "Models with scores a benchmark needs for a signature.",
+    ),
+    "signature_strata": (("signatures",), "The strata of the calibrated signature test."),
+    "semantic_settings": (
+        ("semantic_overlap", "overlap_report"),
+        "Benchmarks the semantic level needs; questions embedded per benchmark.",
+    ),
+    "metabench_settings": (
+        ("irt_item_pool", "irt_fits", "metabench_selection", "metabench"),
+        "The world's metabench recommendations and the respondents it needs.",
+    ),
+}
+
+
+def _setting_values(world: WorldResource) -> dict[str, Any]:
+    minimums = world.minimums()
+    return {
+        "score_minimum": minimums.score_models,
+        "coverage_minimum": minimums.coverage_models,
+        "signature_minimum": minimums.signature_models,
+        "signature_strata": world.strata(),
+        "semantic_settings": [minimums.semantic_benchmarks, world.semantic_questions()],
+        "metabench_settings": [
+            minimums.metabench_respondents,
+            world.settings().get("metabench") or {},
+        ],
+    }
+
+
+def setting_versions(world: WorldResource) -> dict[str, InputVersion]:
+    """Every result-changing setting's fingerprint (:data:`SETTINGS`), by source asset name.
+    A setting that cannot be read (a bad ``settings.yaml``) gets a version naming the error,
+    so fixing it is a change too; the assets that read it fail with the reason."""
+    from sigmap_lib.errors import SigmapInputError
+
+    path = world.file("settings.yaml")
+    try:
+        values = _setting_values(world)
+    except (SigmapInputError, ValueError, OSError) as exc:
+        bad = hashlib.sha256(f"invalid: {exc}".encode()).hexdigest()[:16]
+        return {name: InputVersion(bad, path, f"invalid: {exc}", 0) for name in SETTINGS}
+    out = {}
+    for name, value in values.items():
+        text = json.dumps(value, sort_keys=True, default=str)
+        out[name] = InputVersion(
+            hashlib.sha256(text.encode()).hexdigest()[:16], path, f"value {text}", 1
+        )
+    return out

@@ -7,7 +7,6 @@ layout is documented, greppable and changed in one place::
     <root>/
       sigmap.yaml                         project settings written by ``sigmap demo --world``
       .dagster/                           the persistent Dagster instance (DAGSTER_HOME)
-      .sigmap/steps.json                  what ``sigmap demo`` last materialized
       worlds/<kind>/                      zoo / synthetic worlds built by ``model_zoo``
       corpus/manifest.parquet             corpus files, bytes, sha256
       corpus/plan.json                    the shard plan (ShardSpec per shard, plan order)
@@ -105,10 +104,6 @@ class StorageLayout:
 
     def dagster_home(self) -> Any:
         return self._path(".dagster")
-
-    def demo_state(self) -> Any:
-        """What ``sigmap demo`` last materialized (so a re-run skips what is up to date)."""
-        return self._path(".sigmap", "steps.json")
 
     def stage_skipped(self, asset: str) -> Any:
         """Why an asset could not run on this world (present only while it is skipped)."""

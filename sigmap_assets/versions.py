@@ -52,6 +52,13 @@ ASSET_STEPS: dict[str, str] = {
     "corpus_files": "inputs",
     "score_sources": "inputs",
     "lm_eval_logs": "inputs",
+    # the settings that change results (observable source assets)
+    "score_minimum": "inputs",
+    "coverage_minimum": "inputs",
+    "signature_minimum": "inputs",
+    "signature_strata": "inputs",
+    "semantic_settings": "inputs",
+    "metabench_settings": "inputs",
 }
 
 

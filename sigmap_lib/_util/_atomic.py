@@ -19,12 +19,17 @@ from typing import Any
 
 
 @contextmanager
-def atomic_dir(dest: str | os.PathLike[str]) -> Iterator[Path]:
+def atomic_dir(dest: str | os.PathLike[str], *, keep_unchanged: bool = False) -> Iterator[Path]:
     """Yield an empty temporary folder beside ``dest``; on success it replaces ``dest``.
 
     Readers see either the old folder or the complete new one: the new folder is renamed
     into place (the old one is moved aside first and deleted afterwards). If the body
     raises, the temporary folder is deleted and ``dest`` is untouched.
+
+    With ``keep_unchanged=True`` an existing ``dest`` is updated file by file instead: a
+    file whose bytes are unchanged is kept as it is (its modification time too, so what
+    watches the folder sees no change), a changed or new one replaces atomically, one the
+    body did not write is removed. Each file is atomic; the folder as a whole is not.
 
     Examples
     --------
@@ -40,7 +45,10 @@ def atomic_dir(dest: str | os.PathLike[str]) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=f".{dest.name}.tmp-", dir=dest.parent))
     try:
         yield tmp
-        if dest.exists():
+        if keep_unchanged and dest.is_dir():
+            _update_tree(tmp, dest)
+            shutil.rmtree(tmp, ignore_errors=True)
+        elif dest.exists():
             old = dest.with_name(f".{dest.name}.old-{os.getpid()}")
             os.replace(dest, old)
             os.replace(tmp, dest)
@@ -52,9 +60,33 @@ def atomic_dir(dest: str | os.PathLike[str]) -> Iterator[Path]:
         raise
 
 
+def _same_bytes(a: Path, b: Path) -> bool:
+    import filecmp
+
+    return b.is_file() and filecmp.cmp(a, b, shallow=False)
+
+
+def _update_tree(src: Path, dest: Path) -> None:
+    """``dest`` made equal to ``src``, touching only the files that differ."""
+    wanted = {p.relative_to(src) for p in src.rglob("*") if p.is_file()}
+    for rel in sorted(wanted):
+        if not _same_bytes(src / rel, dest / rel):
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            os.replace(src / rel, dest / rel)
+    for p in sorted(dest.rglob("*"), reverse=True):
+        if p.is_file() and p.relative_to(dest) not in wanted:
+            p.unlink()
+        elif p.is_dir() and not any(p.iterdir()):
+            p.rmdir()
+
+
 @contextmanager
 def atomic_file(
-    dest: str | os.PathLike[str], *, suffix: str = ".tmp", fsync: bool = False
+    dest: str | os.PathLike[str],
+    *,
+    suffix: str = ".tmp",
+    fsync: bool = False,
+    keep_unchanged: bool = False,
 ) -> Iterator[Path]:
     """Yield a temporary path beside ``dest``; on success it replaces ``dest``.
 
@@ -62,7 +94,8 @@ def atomic_file(
     ``fig.savefig(tmp, format="png")``). The temporary is named ``.<dest name>.<random>``
     plus ``suffix`` (``".tmp.npz"`` for ``np.savez``, which appends ``.npz`` otherwise).
     With ``fsync=True`` the file's data is flushed to disk before the rename (for stores
-    that must survive a power cut).
+    that must survive a power cut). With ``keep_unchanged=True`` a ``dest`` whose bytes equal
+    the new ones is left as it is (its modification time too).
 
     Examples
     --------
@@ -88,6 +121,9 @@ def atomic_file(
     tmp = Path(name)
     try:
         yield tmp
+        if keep_unchanged and _same_bytes(tmp, dest):
+            tmp.unlink()
+            return
         if fsync:
             with open(tmp, "rb+") as f:
                 os.fsync(f.fileno())
@@ -97,8 +133,11 @@ def atomic_file(
         raise
 
 
-def atomic_write_bytes(dest: str | os.PathLike[str], data: bytes, *, fsync: bool = False) -> Path:
-    """Write ``data`` to ``dest`` atomically (see :func:`atomic_file`); returns ``dest``.
+def atomic_write_bytes(
+    dest: str | os.PathLike[str], data: bytes, *, fsync: bool = False, keep_unchanged: bool = False
+) -> Path:
+    """Write ``data`` to ``dest`` atomically (see :func:`atomic_file`, also for
+    ``keep_unchanged``); returns ``dest``.
 
     Examples
     --------
@@ -108,7 +147,7 @@ def atomic_write_bytes(dest: str | os.PathLike[str], data: bytes, *, fsync: bool
     b'abc'
     """
     dest = Path(dest)
-    with atomic_file(dest) as tmp:
+    with atomic_file(dest, keep_unchanged=keep_unchanged) as tmp:
         with open(tmp, "wb") as f:
             f.write(data)
             if fsync:
@@ -117,8 +156,11 @@ def atomic_write_bytes(dest: str | os.PathLike[str], data: bytes, *, fsync: bool
     return dest
 
 
-def atomic_write_text(dest: str | os.PathLike[str], text: str, *, fsync: bool = False) -> Path:
-    """Write ``text`` (UTF-8) to ``dest`` atomically; returns ``dest``.
+def atomic_write_text(
+    dest: str | os.PathLike[str], text: str, *, fsync: bool = False, keep_unchanged: bool = False
+) -> Path:
+    """Write ``text`` (UTF-8) to ``dest`` atomically (see :func:`atomic_file`); returns
+    ``dest``.
 
     Examples
     --------
@@ -126,7 +168,9 @@ def atomic_write_text(dest: str | os.PathLike[str], text: str, *, fsync: bool = 
     >>> atomic_write_text(pathlib.Path(tempfile.mkdtemp()) / "a.txt", "héllo").read_text()
     'héllo'
     """
-    return atomic_write_bytes(dest, text.encode("utf-8"), fsync=fsync)
+    return atomic_write_bytes(
+        dest, text.encode("utf-8"), fsync=fsync, keep_unchanged=keep_unchanged
+    )
 
 
 def json_default(o: Any) -> Any:

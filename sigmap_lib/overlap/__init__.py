@@ -21,6 +21,7 @@ from ._embed import (
     mean_embedding,
 )
 from ._matrix import (
+    LEVELS,
     OverlapMatrix,
     bootstrap_ci,
     load_overlap_matrix,
@@ -53,6 +54,7 @@ from ._signature import (
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "LEVELS",
     "ClusterResult",
     "OverlapMatrix",
     "SignatureLike",

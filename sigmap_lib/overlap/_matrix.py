@@ -10,10 +10,14 @@ import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 
-
 # ---------------------------------------------------------------------------------------
 # The result type
 # ---------------------------------------------------------------------------------------
+
+#: The three overlap levels, in the order the report and every table list them.
+LEVELS: tuple[str, ...] = ("semantic", "performance", "signature")
+
+
 @dataclass
 class OverlapMatrix:
     """A labelled square overlap matrix.

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-LEVELS = ("semantic", "performance", "signature")
+from sigmap_lib.overlap import LEVELS
 
 
 def _fmt(x: Any) -> str:

@@ -96,7 +96,9 @@ def truth_sections(
         return [], {}
     from sigmap_lib.reporting._findings import domain_shares, matching_domain_summary
 
-    if isinstance(doc_domain, dict) and doc_ids is not None:
+    if isinstance(doc_domain, dict):
+        if doc_ids is None:  # no corpus read yet (the report before the cells): no section
+            return [], {}
         per_doc = np.array([doc_domain.get(str(d), "unknown") for d in doc_ids])
     else:
         per_doc = np.asarray(doc_domain)

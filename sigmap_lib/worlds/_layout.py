@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -39,19 +40,23 @@ def _file_digest(path: Path, h: hashlib._Hash) -> None:
             h.update(block)
 
 
-def check_world(root: str | Path) -> WorldLayout:
+def check_world(root: str | Path, fingerprint_exclude: Sequence[str] = ()) -> WorldLayout:
     """Validate a world folder's layout and fingerprint its inputs.
 
     Parameters
     ----------
     root
         Folder laid out as in ``docs/FORMATS.md``.
+    fingerprint_exclude
+        Files or folders (relative to ``root``) left out of the fingerprint: inputs whose
+        changes are tracked on their own (the orchestrator observes the registry, the
+        catalog, the score files and the corpus separately).
 
     Returns
     -------
     WorldLayout
-        Paths of the parts and a sha256 fingerprint over every (non-hidden) file of the
-        world (so downstream assets can tell when any input changed).
+        Paths of the parts and a sha256 fingerprint over every (non-hidden, not excluded)
+        file of the world (so downstream assets can tell when any input changed).
 
     Raises
     ------
@@ -75,6 +80,11 @@ def check_world(root: str | Path) -> WorldLayout:
     >>> layout = check_world(root)
     >>> [p.name for p in layout.corpus_files], layout.scores.name, len(layout.fingerprint)
     (['doc.txt'], 'scores.csv', 64)
+    >>> _ = (root / "corpus" / "doc.txt").write_text("a changed stone")
+    >>> check_world(root, fingerprint_exclude=["corpus"]).fingerprint == check_world(
+    ...     root, fingerprint_exclude=["corpus"]
+    ... ).fingerprint != check_world(root).fingerprint
+    True
     """
     root = Path(root).expanduser().resolve()
     if not root.is_dir():
@@ -92,10 +102,13 @@ def check_world(root: str | Path) -> WorldLayout:
             f"corpus folder {corpus} holds no .txt, .jsonl or .parquet files"
         ) from None
     h = hashlib.sha256()
+    skip = {Path(e).parts for e in fingerprint_exclude}
     every = sorted(
         p
         for p in root.rglob("*")
-        if p.is_file() and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        if p.is_file()
+        and not any(part.startswith(".") for part in p.relative_to(root).parts)
+        and not any(p.relative_to(root).parts[: len(s)] == s for s in skip)
     )
     for p in every:
         h.update(str(p.relative_to(root)).encode())

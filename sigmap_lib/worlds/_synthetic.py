@@ -208,7 +208,7 @@ def make_synthetic_world(
     respondents = _draw_respondents(seed, models, benches, n_respondents, n_functions)
     corpus = _draw_corpus(rng, models, functions, n_units, planted_per_function)
     items = _draw_items(rng, benches, corpus.func_vocab, corpus.general_vocab, n_items)
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, keep_unchanged=True) as tmp:  # unchanged files keep their mtimes
         _write_inputs(tmp, models, benches, respondents, corpus, items)
         truth = _truth(seed, models, benches, corpus, n_units)
         (tmp / "truth.json").write_text(json.dumps(truth, indent=1))

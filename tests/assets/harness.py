@@ -57,14 +57,9 @@ class Project:
         )
 
     def sync(self) -> None:
-        from sigmap_assets.demo import DemoRunner
+        from sigmap_assets.demo import sync_partitions
 
-        DemoRunner(
-            self.defs,
-            self.instance,
-            self.storage.layout.demo_state(),
-            resources=self.resources,
-        ).sync_partitions()
+        sync_partitions(self.instance, self.world)
 
     #: corpus_manifest's run config: the small world's 3,000 units in 3 shards
     corpus_config = {"ops": {"corpus_manifest": {"config": {"shard_units": 1000}}}}
@@ -214,14 +209,13 @@ def split_corpus(world: Path) -> None:
 
 
 def demo_runner(project: Project, **kwargs: Any):
-    """A quiet :class:`~sigmap_assets.demo.DemoRunner` on the project (``kwargs``: its
+    """A quiet :class:`~sigmap_assets.demo.GraphRunner` on the project (``kwargs``: its
     ``cell_threads``, ``lanes``)."""
-    from sigmap_assets.demo import DemoRunner
+    from sigmap_assets.demo import GraphRunner
 
-    return DemoRunner(
+    return GraphRunner(
         project.defs,
         project.instance,
-        project.storage.layout.demo_state(),
         log=lambda s: None,
         resources=project.resources,
         **kwargs,

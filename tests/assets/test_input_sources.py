@@ -14,7 +14,7 @@ import yaml
 from sigmap_assets.automation import input_condition
 from sigmap_assets.defs.inputs.assets import user_inputs
 from sigmap_assets.defs.inputs.sensors import input_observer, last_observed
-from sigmap_assets.fingerprints import ABSENT
+from sigmap_assets.fingerprints import ABSENT, SETTINGS
 from sigmap_assets.metadata import DATA_VERSION_TAG
 from tests.assets.harness import Project
 
@@ -63,7 +63,11 @@ def observed(result) -> dict[str, str]:
 
 def test_lineage_starts_at_the_users_files(project: Project) -> None:
     graph = project.defs.resolve_asset_graph()
-    assert {k.to_user_string() for k in user_inputs.keys} == set(INPUTS)
+    assert {k.to_user_string() for k in user_inputs.keys} == set(INPUTS) | set(SETTINGS)
+    for name, (readers, _) in SETTINGS.items():  # each setting: exactly the assets reading it
+        node = graph.get(dg.AssetKey(name))
+        assert node.is_observable and node.group_name == "settings", name
+        assert {k.to_user_string() for k in node.child_keys} == set(readers), name
     for name, readers in INPUTS.items():
         node = graph.get(dg.AssetKey(name))
         assert node.is_observable and not node.is_materializable, name
@@ -125,7 +129,7 @@ def test_the_observer_records_each_change_once_and_launches_nothing(
     project: Project, synthetic_world: Path
 ) -> None:
     first = observed(observer_tick(project))  # nothing observed yet: every input that exists
-    assert set(first) == set(INPUTS) - {"lm_eval_logs"}  # no lm-eval folder in this world
+    assert set(first) == set(INPUTS) - {"lm_eval_logs"} | set(SETTINGS)  # no lm-eval folder
     assert first["registry_file"] == sha16(synthetic_world / "models.yaml")
     assert isinstance(observer_tick(project), dg.SkipReason)  # unchanged
 
@@ -138,6 +142,13 @@ def test_the_observer_records_each_change_once_and_launches_nothing(
     assert second["catalog_file"] == sha16(synthetic_world / "catalog.yaml")
     assert second["corpus_files"] != first["corpus_files"]
     assert isinstance(observer_tick(project), dg.SkipReason)
+    # a setting that changes results (`sigmap run --minimum coverage_models=5`): that one only
+    from sigmap_assets.resources import write_project_config
+
+    write_project_config(str(project.storage.root), minimums={"coverage_models": 5})
+    assert set(observed(observer_tick(project))) == {"coverage_minimum"}
+    write_project_config(str(project.storage.root), minimums={"coverage_models": 5})
+    assert isinstance(observer_tick(project), dg.SkipReason)  # the same value: no change
 
     # an lm-eval folder appears; the UI observed it first: the sensor does not repeat it
     logs = synthetic_world / "lm_eval_logs" / "m1"

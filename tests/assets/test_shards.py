@@ -13,12 +13,12 @@ import numpy as np
 import polars as pl
 import pytest
 
-from sigmap_assets.demo import STEPS, DemoRunner
+from sigmap_assets.demo import GraphRunner
 from sigmap_lib.inputs import read_corpus, read_registry, segment_units
 from sigmap_lib.nll import NLLStore
 from tests.assets.harness import Project, demo_runner, split_corpus
 
-THROUGH_COVERAGE = STEPS[: [s.stage for s in STEPS].index("coverage") + 1]
+THROUGH_COVERAGE = ["rank_coverage"]
 
 
 def _extend_nll(world: Path, n_new: int, seed: int = 3) -> None:
@@ -41,7 +41,7 @@ def _add_file(world: Path, name: str, n_docs: int = 2, words: int = 40) -> int:
     return n
 
 
-def _runner(project: Project, cell_threads: int = 0) -> DemoRunner:
+def _runner(project: Project, cell_threads: int = 0) -> GraphRunner:
     return demo_runner(project, cell_threads=cell_threads)
 
 
@@ -248,7 +248,7 @@ def test_a_failing_model_fails_only_its_cells_and_the_run_goes_on(
     failed = sorted(f["partition"] for f in summary["failed"])
     assert failed == sorted(f"{broken}|{s}" for s in project.keys("shards"))
     assert all("missing.npy" in f["error"] for f in summary["failed"])
-    assert "coverage" in summary["ran"]  # the aggregates ran on the complete cells
+    assert "rank_coverage" in summary["ran"]  # the aggregates ran on the complete cells
     cov = json.loads(project.storage.layout.ranks_current().read_text())
     assert len(cov["models"]) == 11 and broken not in cov["models"]
     assert len(_cell_runs(project)) == 22  # every other cell was scored
@@ -333,7 +333,7 @@ def test_cells_on_one_torch_thread_score_as_alone_and_restore_the_threads(
         f"{broken}|{s}" for s in shards
     )
     assert len(_cell_runs(project)) == 13 * len(shards)  # every other cell was scored
-    assert "coverage" in summary["ran"]
+    assert "rank_coverage" in summary["ran"]
     for name in ("a", "b"):
         model, tok = load_model(str(synthetic_world / "models" / name), device="cpu")
         for shard in shards:

@@ -13,7 +13,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from sigmap_assets.demo import STEPS, DemoRunner
+from sigmap_assets.demo import GraphRunner
 from sigmap_assets.skips import skips_of
 from tests.assets.harness import make_project, run_cli
 
@@ -105,7 +105,7 @@ def test_worlds_without_items_responses_or_scores_run_to_the_end_and_say_why(
         assert "needs question texts" in skips_of(ev.asset_materialization.metadata)["*"]
     # nothing new: up to date, the skips still listed, exit 0
     third = run_cli(tmp_path, "run")
-    assert third.returncode == 0 and "ran: world;" in third.stderr
+    assert third.returncode == 0 and "ran: model_zoo;" in third.stderr
     assert "semantic_overlap: needs question texts" in _skip_block(third.stderr)
     status = run_cli(tmp_path, "status")
     line = next(x for x in status.stdout.splitlines() if x.startswith("semantic_overlap"))
@@ -160,19 +160,13 @@ def test_a_failing_stage_stops_only_its_downstream_and_its_trace_goes_to_a_log(
         # a directory where performance_overlap writes its table: a real (storage) error
         (tmp_path / "storage" / "overlap" / "performance.parquet").mkdir(parents=True)
         lines: list[str] = []
-        runner = DemoRunner(
-            project.defs,
-            instance,
-            project.storage.layout.demo_state(),
-            log=lines.append,
-            resources=project.resources,
-        )
-        summary = runner.run(STEPS)
+        runner = GraphRunner(project.defs, instance, log=lines.append, resources=project.resources)
+        summary = runner.run()
     failed = [f for f in summary["failed"]]
-    assert [f["stage"] for f in failed] == ["overlap"], failed
+    assert [f["stage"] for f in failed] == ["performance_overlap"], failed
     assert "performance_overlap" in failed[0]["error"]
     assert "IsADirectoryError" in failed[0]["error"]
-    assert summary["blocked"] == ["report"]  # downstream of the overlaps only
+    assert summary["blocked"] == ["overlap_report"]  # downstream of the overlaps only
     assert "metabench" in summary["ran"]  # not downstream: ran
     log = Path(failed[0]["error"].split("full error report: ", 1)[1].rstrip(")"))
     assert log.parent == tmp_path / "storage" / ".sigmap" / "logs"

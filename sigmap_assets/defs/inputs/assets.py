@@ -25,7 +25,9 @@ from sigmap_assets.fingerprints import (
     LM_EVAL_LOGS,
     REGISTRY_FILE,
     SCORE_SOURCES,
+    SETTINGS,
     input_versions,
+    setting_versions,
 )
 from sigmap_assets.resources import WorldResource
 
@@ -50,6 +52,13 @@ def input_specs() -> list[dg.AssetSpec]:
             "lm-evaluation-harness output folders to score (`lm_eval_logs` in sigmap.yaml, "
             "else `lm_eval_logs/` in the world folder).",
         ),
+    ] + [
+        dg.AssetSpec(
+            name,
+            group_name="settings",
+            description=f"{what} Read by {', '.join(f'`{a}`' for a in readers)}.",
+        )
+        for name, (readers, what) in SETTINGS.items()
     ]
 
 
@@ -60,7 +69,7 @@ def input_specs() -> list[dg.AssetSpec]:
     description="Observes the user's input files: a data version per input from its content.",
 )
 def user_inputs(context: dg.AssetExecutionContext, world: WorldResource) -> Iterator:
-    versions = input_versions(world)
+    versions = input_versions(world) | setting_versions(world)
     for key in sorted(context.selected_asset_keys, key=lambda k: k.to_user_string()):
         v = versions[key.to_user_string()]
         yield dg.ObserveResult(

@@ -1,4 +1,5 @@
-"""The input observer: an observation of each user input whose fingerprint changed."""
+"""The input observer: an observation of each user input (its files and the settings that
+change results) whose fingerprint changed."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import dagster as dg
 
 from sigmap_assets.automation import tick_seconds
 from sigmap_assets.defs.inputs.assets import user_inputs
-from sigmap_assets.fingerprints import ABSENT, InputVersion, input_versions
+from sigmap_assets.fingerprints import (
+    ABSENT,
+    InputVersion,
+    input_versions,
+    setting_versions,
+)
 from sigmap_assets.metadata import DATA_VERSION_TAG
 from sigmap_assets.resources import WorldResource
 
@@ -29,13 +35,31 @@ def observation(key: dg.AssetKey, v: InputVersion) -> dg.AssetObservation:
     )
 
 
+def changed_inputs(instance: dg.DagsterInstance, world: WorldResource) -> list[dg.AssetObservation]:
+    """An observation of every input whose fingerprint differs from its last observed one:
+    the files and settings (:func:`sigmap_assets.fingerprints.input_versions`,
+    :func:`~sigmap_assets.fingerprints.setting_versions`); an input is first observed once
+    it exists.
+
+    Raises ``OSError`` / ``ValueError`` while the world folder cannot be read."""
+    versions = input_versions(world) | setting_versions(world)
+    keys = sorted(user_inputs.keys, key=lambda k: k.to_user_string())
+    events = [
+        observation(key, v)
+        for key in keys
+        if (v := versions[key.to_user_string()]).version != (last := last_observed(instance, key))
+        and not (last is None and v.version == ABSENT)
+    ]
+    return events
+
+
 @dg.sensor(
     name="input_observer",
     minimum_interval_seconds=tick_seconds(30),
     default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Fingerprints the user's inputs (registry, catalog, corpus files, score sources, "
-        "lm-eval logs) each tick and records an observation of every input whose fingerprint "
+        "lm-eval logs, the settings that change results) each tick and records an observation of every input whose fingerprint "
         "differs from the one last observed (an input is first observed once it exists). It "
         "launches no run: automation re-reads an observed change on its next tick."
     ),
@@ -44,17 +68,9 @@ def input_observer(
     context: dg.SensorEvaluationContext, world: WorldResource
 ) -> dg.SensorResult | dg.SkipReason:
     try:
-        versions = input_versions(world)
+        events = changed_inputs(context.instance, world)
     except (OSError, ValueError) as exc:  # no world folder yet, an unreadable file
         return dg.SkipReason(f"inputs not readable yet: {exc}")
-    keys = sorted(user_inputs.keys, key=lambda k: k.to_user_string())
-    events = [
-        observation(key, v)
-        for key in keys
-        if (v := versions[key.to_user_string()]).version
-        != (last := last_observed(context.instance, key))
-        and not (last is None and v.version == ABSENT)  # an input is first observed once it exists
-    ]
     if not events:
         return dg.SkipReason("inputs unchanged since their last observation")
     names = ", ".join(e.asset_key.to_user_string() for e in events)

@@ -241,13 +241,10 @@ def overlap_report(
     heatmaps and dendrograms, robustness variants, signature–content alignment and the
     world's truth-based findings — as a self-contained HTML report and UI metadata."""
     from sigmap_assets.defs.overlap.report import build_report, report_metadata
+    from sigmap_lib.overlap import LEVELS
 
     state = StoredState.read(storage)
-    levels = {
-        name: m
-        for name in ("semantic", "performance", "signature")
-        if (m := state.load_matrix(name)) is not None
-    }
+    levels = {name: m for name in LEVELS if (m := state.load_matrix(name)) is not None}
     inputs = state.signature_inputs(state.benchmark_keys)
     report = build_report(
         state,

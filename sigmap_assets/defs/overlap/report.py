@@ -30,6 +30,7 @@ def honest_inputs(
 ) -> dict:
     """The plain data of the report's models / skips / resolution sections (read only)."""
     from sigmap_lib.inputs import read_registry
+    from sigmap_lib.overlap import LEVELS
 
     keys = state.benchmark_keys
     cur = inputs.current
@@ -67,7 +68,7 @@ def honest_inputs(
             else (
                 asset_skip_reason(state.layout, f"{lv}_overlap") or f"{lv}_overlap not materialized"
             )
-            for lv in ("semantic", "performance", "signature")
+            for lv in LEVELS
         },
         "n_models": max((int(c["n_models"]) for c in cals), default=len(models)),
         "n_permutations": max((int(c.get("n_permutations") or 0) for c in cals), default=0),

@@ -136,8 +136,14 @@ class ZooWorld:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
+def _write_world_text(path: Path, text: str) -> None:
+    """A world file, left untouched (mtime too) when its content is unchanged: a rebuilt
+    world that did not change shows no change to what watches its files."""
+    atomic_write_text(path, text, keep_unchanged=True)
+
+
 def _write_parquet(df: Any, path: Path) -> None:
-    with atomic_file(path) as tmp:
+    with atomic_file(path, keep_unchanged=True) as tmp:
         df.write_parquet(tmp)
 
 
@@ -323,8 +329,8 @@ def write_world(
         members = registry_members(specs, models, early=False)
     domain_of, source_of = _write_corpus(root, texts)
     entries = _registry_entries(members, models)
-    atomic_write_text(root / "models.yaml", yaml.safe_dump({"models": entries}, sort_keys=False))
-    atomic_write_text(
+    _write_world_text(root / "models.yaml", yaml.safe_dump({"models": entries}, sort_keys=False))
+    _write_world_text(
         root / "catalog.yaml",
         yaml.safe_dump({"benchmarks": _catalog(benchmarks)}, sort_keys=False),
     )
@@ -350,9 +356,9 @@ def write_world(
         "records_population": len(texts.facts),
         **(extra_truth or {}),
     }
-    atomic_write_text(root / "truth.json", json.dumps(truth, indent=1))
+    _write_world_text(root / "truth.json", json.dumps(truth, indent=1))
     if settings is not None:
-        atomic_write_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
+        _write_world_text(root / "settings.yaml", yaml.safe_dump(settings, sort_keys=False))
     return entries
 
 
@@ -376,7 +382,7 @@ def _write_corpus(root: Path, texts: ZooTexts) -> tuple[dict[str, str], dict[str
         lines.append(json.dumps({"id": did, "text": d.text}, ensure_ascii=False))
         domain_of[did] = d.domain
         source_of[did] = d.source
-    atomic_write_text(root / "corpus" / "zoo.jsonl", "\n".join(lines) + "\n")
+    _write_world_text(root / "corpus" / "zoo.jsonl", "\n".join(lines) + "\n")
     return domain_of, source_of
 
 
@@ -454,7 +460,7 @@ def _write_benchmark_tables(
             schema={"model": pl.String, **{it.item_id: pl.Int8 for it in b.items}},
         )
         _write_parquet(resp, root / "responses" / f"{b.name}.parquet")
-    with atomic_file(root / "scores.csv") as tmp:
+    with atomic_file(root / "scores.csv", keep_unchanged=True) as tmp:
         pl.DataFrame(score_cols).write_csv(tmp)
 
 

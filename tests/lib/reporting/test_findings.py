@@ -66,3 +66,5 @@ def test_no_signature_at_all_gives_empty_tables_with_their_columns(tmp_path) -> 
     sections, found = truth_sections(tmp_path, {}, catalog, np.array([0, 1, 1]), ["d0", "d1"])
     assert found == {"domain_match": []}
     assert [t for t, _ in sections[0].tables] == ["all domains"]
+    # the report before any corpus was read (no document ids): no domain section, no error
+    assert truth_sections(tmp_path, {}, catalog, np.zeros(0, np.int64), None) == ([], {})
