@@ -207,6 +207,12 @@ def print_summary(summary: dict, layout: StorageLayout, stream) -> None:
             print(f"  - {line}", file=stream)
     if summary.get("blocked"):
         print(f"Not run (a stage upstream failed): {', '.join(summary['blocked'])}", file=stream)
+    for c in summary.get("checks_failed", []):
+        print(
+            f"Blocking check failed on {c['asset']} (stored and flagged in the UI; what reads "
+            f"it should not use it): {c['check']}",
+            file=stream,
+        )
     print(
         f"  HTML report:   {layout.overlap_report()}\n"
         f"  metabench:     {layout.metabench_report()}\n"

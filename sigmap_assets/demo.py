@@ -132,6 +132,15 @@ def failure_message(event) -> str:
     return f"{err.cls_name}: {err.message.strip()}"
 
 
+class ChecksFailed(Exception):
+    """A run whose asset materialized but whose blocking checks failed: the result is stored
+    and flagged (what reads it should not use it); ``failures`` names each check."""
+
+    def __init__(self, failures: list[str]) -> None:
+        super().__init__("; ".join(failures))
+        self.failures = failures
+
+
 @dataclass(frozen=True)
 class Request:
     """One run: an asset for no partition, one partition, or a range of benchmarks."""
@@ -343,7 +352,8 @@ class GraphRunner:
         """Run until automation requests nothing more (``targets``: only these assets and
         what they need). Returns the summary: ``ran``, ``skipped`` (up to date),
         ``failed`` (with partition and error), ``blocked`` (downstream of a failure),
-        ``skips`` (what the assets skipped, with reasons) and ``seconds``."""
+        ``skips`` (what the assets skipped, with reasons), ``checks_failed`` (blocking checks
+        that flagged a stored result; not a failure of the run) and ``seconds``."""
         selected = self._closure(targets)
         selection = dg.AssetSelection.assets(*selected)
         durations = json.loads(self._get(DURATIONS) or "{}")
@@ -356,7 +366,9 @@ class GraphRunner:
         prog = Progress(
             sum(durations.get(a, FIRST_GUESS_S) for a in [*roots, *automated]), lanes=self.lanes
         )
-        self.summary: dict = {"ran": [], "skipped": [], "failed": [], "blocked": [], "skips": []}
+        self.summary: dict = {
+            "ran": [], "skipped": [], "failed": [], "blocked": [], "skips": [], "checks_failed": []
+        }  # fmt: skip
         self._failed: set[str] = set()
         self._took: dict[str, float] = {}
         gc.collect()
@@ -456,6 +468,14 @@ class GraphRunner:
         t0 = time.perf_counter()
         try:
             self._materialize(r)
+        except ChecksFailed as exc:
+            with self._lock:
+                if r.asset not in self.summary["ran"]:
+                    self.summary["ran"].append(r.asset)
+                self.summary["checks_failed"].extend(
+                    {"asset": r.asset, "check": line} for line in exc.failures
+                )
+            prog.line(r.asset, f"stored, but a blocking check failed: {exc}")
         except RuntimeError as exc:
             with self._lock:
                 if r.partition is None:  # an unpartitioned asset or a range: downstream waits
@@ -498,6 +518,9 @@ class GraphRunner:
         )
         if not result.success:
             events = [ev for ev in result.all_events if ev.is_step_failure]
+            checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
+            if checks and all("AssetCheckFailed" in failure_message(ev) for ev in events):
+                raise ChecksFailed([_check_line(e) for e in checks])
             failures = [f"{ev.step_key}: {failure_message(ev)}" for ev in events]
             log = self._write_failure_log(result.run_id, r, events)
             raise RuntimeError(
@@ -536,6 +559,14 @@ class GraphRunner:
             for what, reason in skips_of(mat.metadata if mat is not None else {}).items():
                 out.append({"stage": asset, "asset": asset, "what": what, "reason": reason})
         return out
+
+
+def _check_line(evaluation) -> str:
+    """``check: key=value, ...`` of a failed check evaluation (its metadata, shortened)."""
+    meta = ", ".join(
+        f"{k}={str(getattr(v, 'value', v))[:120]}" for k, v in evaluation.metadata.items()
+    )
+    return f"{evaluation.check_name}" + (f" ({meta})" if meta else "")
 
 
 @contextmanager

@@ -7,6 +7,7 @@ what one lane stores."""
 from __future__ import annotations
 
 import hashlib
+import io
 import itertools
 from pathlib import Path
 
@@ -278,3 +279,41 @@ def test_a_changed_registry_file_is_seen_by_the_runner_and_the_daemon_alike(
     assert [
         e.asset_key.to_user_string() for e in changed_inputs(project.instance, project.world)
     ] == ["registry_file"]
+
+
+def test_a_failing_blocking_check_flags_the_stored_result_and_the_run_goes_on() -> None:
+    """A blocking check that fails (as metabench's RMSE ceiling can on a small world) leaves
+    the asset stored and flagged: listed under ``checks_failed`` with its metadata, not as a
+    failure of the run; an asset that raises is a failure."""
+    from sigmap_assets.demo import ChecksFailed, Progress, Request
+
+    @dg.asset
+    def flagged() -> int:
+        return 1
+
+    @dg.asset_check(asset=flagged, blocking=True)
+    def under_ceiling() -> dg.AssetCheckResult:
+        return dg.AssetCheckResult(passed=False, metadata={"rmse": 10.15, "ceiling": 10.0})
+
+    @dg.asset
+    def broken() -> int:
+        raise ValueError("no such file")
+
+    defs = dg.Definitions(assets=[flagged, broken], asset_checks=[under_ceiling])
+    with dg.DagsterInstance.ephemeral() as instance:
+        runner = GraphRunner(defs, instance, log=lambda s: None, resources={})
+        with pytest.raises(ChecksFailed) as exc:
+            runner._materialize(Request("flagged"))
+        assert exc.value.failures == ["under_ceiling (rmse=10.15, ceiling=10.0)"]
+        assert instance.get_latest_materialization_event(dg.AssetKey("flagged")) is not None
+        runner.summary = {"ran": [], "failed": [], "blocked": [], "checks_failed": []}
+        runner._failed, runner._took = set(), {}
+        prog = Progress(1.0, stream=io.StringIO())
+        runner._one(Request("flagged"), prog, {}, 1)
+        runner._one(Request("broken"), prog, {}, 1)
+    assert runner.summary["ran"] == ["flagged"]
+    assert runner.summary["checks_failed"] == [
+        {"asset": "flagged", "check": "under_ceiling (rmse=10.15, ceiling=10.0)"}
+    ]
+    assert [f["stage"] for f in runner.summary["failed"]] == ["broken"]
+    assert "ValueError: no such file" in runner.summary["failed"][0]["error"]
