@@ -217,6 +217,7 @@ class GraphRunner:
         self.max_ticks = max_ticks
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self._lock = threading.RLock()
+        self._ancestry: dict[str, set[str]] = {}
 
     # -- the instance's key-value store ------------------------------------------------
     def _get(self, key: str) -> str | None:
@@ -226,18 +227,20 @@ class GraphRunner:
         self.instance.run_storage.set_cursor_values({key: value})
 
     # -- the graph --------------------------------------------------------------------
+    def _ancestors(self, name: str) -> set[str]:
+        """The assets ``name`` reads, directly or not (Dagster's own graph walk; cached)."""
+        if name not in self._ancestry:
+            keys = self.graph.get_ancestor_asset_keys(dg.AssetKey(name))
+            self._ancestry[name] = {k.to_user_string() for k in keys}
+        return self._ancestry[name]
+
     def _closure(self, targets: Sequence[str] | None) -> set[str]:
-        """The assets ``targets`` need (all of them when None)."""
-        keys = [k for k in self.graph.toposorted_asset_keys if self.graph.get(k).is_materializable]
+        """The materializable assets ``targets`` need (all of them when None)."""
+        names = [k.to_user_string() for k in self.graph.materializable_asset_keys]
         if targets is None:
-            return {k.to_user_string() for k in keys}
-        out, todo = set(), [dg.AssetKey(t) for t in targets]
-        while todo:
-            key = todo.pop()
-            if key.to_user_string() not in out and self.graph.get(key).is_materializable:
-                out.add(key.to_user_string())
-                todo += list(self.graph.get(key).parent_keys)
-        return out
+            return set(names)
+        need = set(targets).union(*(self._ancestors(t) for t in targets))
+        return need & set(names)
 
     def _roots(self, selected: set[str]) -> list[str]:
         """Unautomated assets that read no other asset: run every time (the world)."""
@@ -251,24 +254,6 @@ class GraphRunner:
                 and not any(self.graph.get(p).is_materializable for p in node.parent_keys)
             ):
                 out.append(key.to_user_string())
-        return out
-
-    def _downstream(self, names: set[str]) -> set[str]:
-        out, todo = set(), [dg.AssetKey(a) for a in names]
-        while todo:
-            key = todo.pop()
-            if key.to_user_string() not in out:
-                out.add(key.to_user_string())
-                todo += list(self.graph.get(key).child_keys)
-        return out
-
-    def _upstream(self, name: str) -> set[str]:
-        out, todo = set(), list(self.graph.get(dg.AssetKey(name)).parent_keys)
-        while todo:
-            key = todo.pop()
-            if key.to_user_string() not in out:
-                out.add(key.to_user_string())
-                todo += list(self.graph.get(key).parent_keys)
         return out
 
     # -- sensors and automation ----------------------------------------------------------
@@ -412,7 +397,7 @@ class GraphRunner:
     def _execute(self, requests: list[Request], prog: Progress, durations: dict) -> None:
         """Run one tick's requests in dependency order (``lanes`` at once)."""
         names = {r.asset for r in requests}
-        waits = {n: self._upstream(n) & names for n in names}
+        waits = {n: self._ancestors(n) & names for n in names}
         pending = list(requests)
         left = {n: sum(r.asset == n for r in requests) for n in names}
         done: set[str] = set()
@@ -455,7 +440,7 @@ class GraphRunner:
     def _one(self, r: Request, prog: Progress, durations: dict, of: int) -> None:
         """Materialize one request (or record why not) into the summary."""
         with self._lock:  # downstream of an asset whose latest attempt failed
-            blocked = any(r.asset in self._downstream({f}) - {f} for f in self._failed)
+            blocked = bool(self._ancestors(r.asset) & self._failed)
         expected = durations.get(r.asset, FIRST_GUESS_S) / max(1, of)
         if blocked:
             with self._lock:

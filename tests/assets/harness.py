@@ -287,3 +287,20 @@ def as_automation_stores_it(instance: dg.DagsterInstance, graph, assets: Sequenc
                 partitions_snap=PartitionsSnap.from_def(pdef),
             )
     return AssetGraphSubset(non_partitioned_asset_keys=non, partitions_subsets_by_asset_key=parts)
+
+
+def add_tiny_models(world: Path, tiny: Path) -> None:
+    """Two scored models in ``world``'s registry, ``local/a`` and ``local/b``: copies of the
+    tiny GPT-2 ``tiny``, b's weights shifted by 0.3 (so their NLL differ)."""
+    import shutil
+
+    import yaml
+    from safetensors.numpy import load_file, save_file
+
+    for name, shift in (("a", 0.0), ("b", 0.3)):
+        shutil.copytree(tiny, world / "models" / name)
+        w = world / "models" / name / "model.safetensors"
+        save_file({k: v + shift for k, v in load_file(w).items()}, w)
+    reg = yaml.safe_load((world / "models.yaml").read_text())
+    reg["models"] += [{"id": f"local/{n}", "path": f"models/{n}"} for n in ("a", "b")]
+    (world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))

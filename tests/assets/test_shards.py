@@ -16,7 +16,7 @@ import pytest
 from sigmap_assets.demo import GraphRunner
 from sigmap_lib.inputs import read_corpus, read_registry, segment_units
 from sigmap_lib.nll import NLLStore
-from tests.assets.harness import Project, demo_runner, split_corpus
+from tests.assets.harness import Project, add_tiny_models, demo_runner, split_corpus
 
 THROUGH_COVERAGE = ["rank_coverage"]
 
@@ -306,21 +306,15 @@ def test_cells_on_one_torch_thread_score_as_alone_and_restore_the_threads(
 ) -> None:
     """``cell_threads=1`` (`sigmap demo` on an embedded world): each cell holds its model's
     values, a failing model fails only its cells, and torch's thread count is restored."""
-    import shutil
 
     import torch
     import yaml
-    from safetensors.numpy import load_file, save_file
 
     from sigmap_lib.inputs import ShardStore
     from sigmap_lib.nll import load_model, score_corpus
 
-    for name, shift in (("a", 0.0), ("b", 0.3)):
-        shutil.copytree(tiny_gpt2, synthetic_world / "models" / name)
-        w = synthetic_world / "models" / name / "model.safetensors"
-        save_file({k: v + shift for k, v in load_file(w).items()}, w)
+    add_tiny_models(synthetic_world, tiny_gpt2)
     reg = yaml.safe_load((synthetic_world / "models.yaml").read_text())
-    reg["models"] += [{"id": f"local/{n}", "path": f"models/{n}"} for n in ("a", "b")]
     reg["models"][4]["nll_source"] = "nll/missing.npy"
     (synthetic_world / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
     split_corpus(synthetic_world)

@@ -23,7 +23,6 @@ from pathlib import Path
 
 import dagster as dg
 import pytest
-import yaml
 
 from sigmap_assets.partitions import cell_key
 from sigmap_assets.resources import ComputeResource, write_project_config
@@ -39,7 +38,7 @@ from sigmap_assets.slurm import (
     resolve_request,
 )
 from sigmap_lib.nll import NLLStore
-from tests.assets.harness import QUIET, Project, make_project
+from tests.assets.harness import QUIET, Project, add_tiny_models, make_project
 
 # --- pure helpers ---------------------------------------------------------------------------
 
@@ -161,16 +160,8 @@ def cluster() -> None:
 
 def _two_model_world(dst: Path, template: Path, tiny: Path) -> Path:
     """The small synthetic world with two tiny GPT-2 models (b's weights shifted)."""
-    from safetensors.numpy import load_file, save_file
-
     shutil.copytree(template, dst)
-    for name, shift in (("a", 0.0), ("b", 0.3)):
-        shutil.copytree(tiny, dst / "models" / name)
-        w = dst / "models" / name / "model.safetensors"
-        save_file({k: v + shift for k, v in load_file(w).items()}, w)
-    reg = yaml.safe_load((dst / "models.yaml").read_text())
-    reg["models"] += [{"id": f"local/{n}", "path": f"models/{n}"} for n in ("a", "b")]
-    (dst / "models.yaml").write_text(yaml.safe_dump(reg, sort_keys=False))
+    add_tiny_models(dst, tiny)
     return dst
 
 
