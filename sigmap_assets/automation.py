@@ -55,6 +55,19 @@ def tick_seconds(default: int) -> int:
     return int(raw)
 
 
+def sigmap_sensor(name: str, *, seconds: int, description: str, **kwargs: Any) -> Any:
+    """``dg.sensor`` as every sigmap sensor is declared: running by default, ticking at
+    most every :func:`tick_seconds` ``(seconds)``; ``kwargs`` (``target``,
+    ``asset_selection``) go to ``dg.sensor`` as they are."""
+    return dg.sensor(
+        name=name,
+        minimum_interval_seconds=tick_seconds(seconds),
+        default_status=dg.DefaultSensorStatus.RUNNING,
+        description=description,
+        **kwargs,
+    )
+
+
 AC = dg.AutomationCondition
 
 #: Tag carried by every asset whose refresh automation requests. Only these are waited for

@@ -88,7 +88,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     os.environ.setdefault("SIGMAP_PROGRESS", "1")
     logging.getLogger("dagster").setLevel(logging.WARNING)
 
-    from sigmap_assets.demo import GraphRunner
+    from sigmap_assets.demo import GraphRunner, runner_lock, runner_lock_path
     from sigmap_assets.resources import read_project_config, write_project_config
 
     if getattr(args, "configured_only", False) and not _configured(_storage_root(args.storage)):
@@ -131,7 +131,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if not _preflight_before_run(root):
         return 1
     defs = _load_defs()
-    with dg.DagsterInstance.get() as instance:
+    # a new Dagster home's databases are created by the first process that opens it: two
+    # at once would both stamp their schema versions (runs of one storage root share its lock)
+    with runner_lock(runner_lock_path(str(root))):
+        opened = dg.DagsterInstance.get()
+    with opened as instance:
         runner = GraphRunner(
             defs,
             instance,
@@ -195,9 +199,15 @@ def print_summary(summary: dict, layout: StorageLayout, stream) -> None:
     for f in failed:
         where = f" {f['partition']}" if f["partition"] else ""
         print(f"sigmap: {f['stage']}{where} failed: {f['error']}", file=stream)
+    elsewhere = summary.get("elsewhere") or []
     print(
         f"\nDone in {summary['seconds']} s (ran: {', '.join(summary['ran']) or 'nothing'}; "
-        f"up to date: {', '.join(summary['skipped']) or 'nothing'}).",
+        + (
+            f"ran by another sigmap process meanwhile: {', '.join(elsewhere)}; "
+            if elsewhere
+            else ""
+        )
+        + f"up to date: {', '.join(summary['skipped']) or 'nothing'}).",
         file=stream,
     )
     lines = skip_lines(summary.get("skips", []))

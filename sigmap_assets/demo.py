@@ -22,6 +22,14 @@ blocks what is downstream of it until a later request of it succeeds. Either way
 goes to the end and the summary is printed; full error reports go to ``<storage>/.sigmap/logs/`` and
 only their last line to the console. What the world cannot support is *skipped* by the
 assets themselves, with a reason (:mod:`sigmap_assets.skips`), and listed in the summary.
+
+Runners started together on one storage root share the work: a tick's requests go on a
+*board* in the instance's key-value store (:class:`~sigmap_assets.runboard.Board`), each
+request is claimed by one runner, and the conditions are evaluated again only when no request of the graph is left on
+the board, so nothing is computed twice. Every read-modify-write of the shared state (the
+board, the automation and sensor cursors, the world root) happens under one advisory file
+lock (:meth:`GraphRunner._locked`). A request claimed, or a run left in progress, by a process
+of this host that has ended is dropped, its run marked failed (:meth:`GraphRunner._recover`).
 """
 
 from __future__ import annotations
@@ -33,13 +41,24 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from contextlib import contextmanager
-from dataclasses import dataclass
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import dagster as dg
 
 from sigmap_assets.memory import release_memory
+from sigmap_assets.runboard import (
+    BOARD,
+    HOST_TAG,
+    POLL_S,
+    REQUEST_TAG,
+    UNFINISHED,
+    Board,
+    Owner,
+    Request,
+    runner_lock,
+    runner_lock_path,
+)
 
 # the console shows the runner's own lines; Dagster's event log (the UI) keeps every message
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -141,20 +160,6 @@ class ChecksFailed(Exception):
         self.failures = failures
 
 
-@dataclass(frozen=True)
-class Request:
-    """One run: an asset for no partition, one partition, or a range of benchmarks."""
-
-    asset: str
-    partition: str | None = None
-    prange: tuple[str, str] | None = None
-
-    def label(self) -> str:
-        if self.prange:
-            return f"{self.asset} · {self.prange[0]}…{self.prange[1]}"
-        return f"{self.asset} · {self.partition}" if self.partition else self.asset
-
-
 def sync_partitions(
     instance: dg.DagsterInstance, world, log: Callable[[str], None] = lambda s: None
 ) -> None:
@@ -217,6 +222,7 @@ class GraphRunner:
         self.max_ticks = max_ticks
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self._lock = threading.RLock()
+        self._me = Owner.this_process()  # the owner named on the runs and claims of this runner
         self._ancestry: dict[str, set[str]] = {}
 
     # -- the instance's key-value store ------------------------------------------------
@@ -352,36 +358,43 @@ class GraphRunner:
             sum(durations.get(a, FIRST_GUESS_S) for a in [*roots, *automated]), lanes=self.lanes
         )
         self.summary: dict = {
-            "ran": [], "skipped": [], "failed": [], "blocked": [], "skips": [], "checks_failed": []
+            "ran": [], "skipped": [], "failed": [], "blocked": [], "skips": [], "checks_failed": [],
         }  # fmt: skip
         self._failed: set[str] = set()
         self._took: dict[str, float] = {}
+        self._waiting: tuple[str, ...] = ()
+        self._elsewhere: set[str] = set()  # assets of this graph other runners ran meanwhile
         gc.collect()
         gc.freeze()  # what is loaded by now lives for the whole run: kept out of collections
         try:
-            for name in roots:
-                self._execute([Request(name)], prog, durations)
-            if self._get(AUTOMATION_CURSOR) is None:
-                self._tick(selection)  # the first evaluation only records the state it finds
-            sync_partitions(self.instance, self.resources["world"], self.log)
-            extra = self._sensor("new_model_sensor") + self._sensor("catalog_sensor")
-            self._sensor("input_observer")
-            for _ in range(self.max_ticks):
-                asked = self._tick(selection)
-                requests = self._requests(asked) + [r for r in extra if r.asset in selected]
-                extra = []
-                if not requests:
-                    break
-                self._execute(requests, prog, durations)
-            else:
-                self.log(f"sigmap: automation still requests work after {self.max_ticks} ticks")
+            # one writer of the world and of the sensors' cursors at a time: a second runner
+            # waits here, then finds the world unchanged and the sensors with nothing new
+            with self._locked(
+                waiting="another sigmap process of this storage root is checking "
+                "the world or choosing what to run"
+            ):
+                self._join()
+                for name in roots:
+                    self._execute([Request(name)], prog, durations)
+                if self._get(AUTOMATION_CURSOR) is None:
+                    self._tick(selection)  # the first evaluation only records the state it finds
+                sync_partitions(self.instance, self.resources["world"], self.log)
+                extra = self._sensor("new_model_sensor") + self._sensor("catalog_sensor")
+                self._sensor("input_observer")
+            self._drive(selection, selected, [r for r in extra if r.asset in selected], prog)
         finally:
             gc.unfreeze()
+            with self._locked():
+                self._leave()
         ran = set(self.summary["ran"])
         self.summary["ran"] = [a for a in [*roots, *automated] if a in ran]
+        elsewhere = self._elsewhere - ran
+        self.summary["elsewhere"] = [a for a in automated if a in elsewhere]
         not_current = ran | {f["stage"] for f in self.summary["failed"]}
         self.summary["skipped"] = [
-            a for a in automated if a not in not_current and a not in self.summary["blocked"]
+            a
+            for a in automated
+            if a not in not_current and a not in self.summary["blocked"] and a not in elsewhere
         ]
         # what every asset that ran or is current skipped (a failed one: its earlier run's)
         self.summary["skips"] = self._skips(
@@ -390,9 +403,231 @@ class GraphRunner:
         for s in self.summary["skips"]:
             if s["what"] == "*" and s["asset"] in ran:
                 prog.line(s["asset"], f"skipped: {s['reason']}")
-        self._set(DURATIONS, json.dumps(durations | self._took, sort_keys=True))
+        with self._locked():
+            stored = json.loads(self._get(DURATIONS) or "{}")
+            self._set(DURATIONS, json.dumps(stored | self._took, sort_keys=True))
         self.summary["seconds"] = round(time.perf_counter() - prog.t0, 1)
         return self.summary
+
+    # -- runners sharing one instance ----------------------------------------------------
+    def _lock_path(self) -> Path | None:
+        """The lock of the shared state (:func:`runner_lock_path`): the storage root's, else
+        one in the instance's folder; None for an instance in memory."""
+        storage = self.resources.get("storage")
+        path = runner_lock_path(getattr(storage, "root", None))
+        if path is not None or not self.instance.is_persistent:
+            return path
+        try:
+            return Path(self.instance.root_directory) / "sigmap-runner.lock"
+        except (AttributeError, TypeError):
+            return None
+
+    @contextmanager
+    def _locked(self, waiting: str | None = None) -> Iterator[None]:
+        """Hold the runners' lock (:func:`runner_lock`)."""
+        with runner_lock(self._lock_path(), waiting, self.log):
+            yield
+
+    def _board(self) -> Board:
+        return Board.load(self._get(BOARD))
+
+    def _join(self) -> None:
+        """(Under the lock.) Clear what ended runners left behind, then enter the board; the
+        first member starts with no failures of earlier runs."""
+        board = self._board()
+        self._recover(board, all_runs=True)
+        if not board.members:
+            board.failed = []
+        board.members.append(self._me.key)
+        graph_assets = {k.to_user_string() for k in self.graph.materializable_asset_keys}
+        board.entries = [e for e in board.entries if e["asset"] in graph_assets]
+        self._set(BOARD, board.dump())
+
+    def _leave(self) -> None:
+        """(Under the lock.) Leave the board; a request this runner claimed and did not finish
+        (it stopped on an error) is dropped, as its run ended."""
+        board = self._board()
+        board.members = [m for m in board.members if m != self._me.key]
+        board.entries = [e for e in board.entries if e["owner"] != self._me.key]
+        self._set(BOARD, board.dump())
+
+    def _recover(self, board: Board, all_runs: bool = False) -> None:
+        """(Under the lock.) Runners of this host that ended without leaving the board: their
+        claimed requests are dropped and their unfinished runs marked failed (so the
+        conditions' ``in_progress`` no longer holds anything back); with ``all_runs``, every
+        unfinished run of such a runner, on the board or not. Their unclaimed requests stay,
+        for the runners at work now."""
+        gone = {k for k in {*board.members, *(e["owner"] for e in board.entries)} if k}
+        gone = {k for k in gone if k != self._me.key and Owner.from_key(k).gone()}
+        runs = []
+        if all_runs:
+            runs = self.instance.get_runs(
+                filters=dg.RunsFilter(statuses=UNFINISHED, tags={HOST_TAG: self._me.host})
+            )
+        elif gone:
+            runs = [
+                run
+                for key in gone
+                for run in self.instance.get_runs(
+                    filters=dg.RunsFilter(statuses=UNFINISHED, tags=Owner.from_key(key).tags())
+                )
+            ]
+        for run in runs:
+            owner = Owner.from_tags(dict(run.tags))
+            if owner is None or owner == self._me or not (owner.key in gone or owner.gone()):
+                continue
+            gone.add(owner.key)
+            what = run.tags.get(REQUEST_TAG, run.job_name)
+            message = (
+                f"the sigmap process that ran it (pid {owner.pid} on {owner.host}) ended "
+                "before the run finished"
+            )
+            self.instance.report_run_failed(run, message)
+            self.log(f"sigmap: run {run.run_id} ({what}) marked failed: {message}")
+        for key in gone:
+            lost = [e for e in board.entries if e["owner"] == key]
+            for e in lost:
+                if e["partition"] is None and e["asset"] not in board.failed:
+                    board.failed.append(e["asset"])
+            if lost:
+                self.log(
+                    f"sigmap: the sigmap process {Owner.from_key(key).pid} ended; its "
+                    f"{len(lost)} unfinished request(s) dropped: "
+                    + ", ".join(Board.request(e).label() for e in lost)
+                )
+            board.entries = [e for e in board.entries if e["owner"] != key]
+        board.members = [m for m in board.members if m not in gone]
+
+    def _drive(
+        self,
+        selection: dg.AssetSelection,
+        selected: set[str],
+        extra: list[Request],
+        prog: Progress,
+    ) -> None:
+        """Tick the conditions and run what they request, sharing the requests with the other
+        runners of the instance.
+
+        Under the lock, each pass: a finished request leaves the board; this runner claims the
+        requests of its graph whose upstream requests are all finished (up to ``lanes``); and
+        when no request of its graph is left on the board, neither its own nor another
+        runner's, it evaluates the conditions and puts what they request on the board. The
+        claim and the evaluation happen under the same lock, and the conditions are never
+        evaluated while a request of the graph is unfinished (its run may not exist yet, and
+        ``in_progress`` would not see it), so a request goes to exactly one runner. While only
+        other runners have requests of its graph in flight, it waits (polling every
+        ``POLL_S``) and evaluates again once they are done.
+        """
+        durations = json.loads(self._get(DURATIONS) or "{}")
+        ticks = 0
+        finished: list[tuple[Request, str]] = []
+        running: dict[Future, Request] = {}
+        with ExitStack() as stack:
+            pool = None
+            if self.lanes > 1:
+                stack.enter_context(_torch_threads(self.cell_threads))
+                stack.enter_context(_runs_in_threads(self.instance))
+                pool = stack.enter_context(
+                    ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-lane")
+                )
+            while True:
+                stop = False
+                with self._locked():
+                    board = self._board()
+                    self._recover(board)
+                    for r, outcome in finished:
+                        self._finish(board, r, outcome)
+                    finished = []
+                    with self._lock:
+                        self._failed = set(board.failed)
+                    claimed = self._claim(board, selected, self.lanes - len(running))
+                    mine = [e for e in board.entries if e["asset"] in selected]
+                    self._elsewhere.update(
+                        e["asset"] for e in mine if e["owner"] not in (None, self._me.key)
+                    )
+                    if not claimed and not running and not mine:
+                        if ticks >= self.max_ticks:
+                            self.log(f"sigmap: automation still requests work after {ticks} ticks")
+                            stop = True
+                        else:
+                            ticks += 1
+                            new = self._requests(self._tick(selection)) + extra
+                            extra = []
+                            board.add(new)
+                            stop = not new
+                            claimed = self._claim(board, selected, self.lanes)
+                    self._set(BOARD, board.dump())
+                if stop:
+                    return
+                for e in claimed:
+                    r = Board.request(e)
+                    if pool is None:
+                        threads = self.cell_threads if r.asset == "token_nll" else 0
+                        with _torch_threads(threads):
+                            finished.append((r, self._one(r, prog, durations, e["of"])))
+                    else:
+                        running[pool.submit(self._one, r, prog, durations, e["of"])] = r
+                if finished:
+                    continue
+                if running:
+                    done, _ = wait(running, timeout=POLL_S, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        r = running.pop(fut)
+                        finished.append((r, fut.result()))  # a runner bug surfaces here
+                elif not claimed:
+                    self._show_waiting(board, selected)
+                    time.sleep(POLL_S)
+
+    def _claim(self, board: Board, selected: set[str], free: int) -> list[dict]:
+        """Claim up to ``free`` unclaimed requests of this runner's graph whose upstream
+        requests on the board are all finished."""
+        out: list[dict] = []
+        for e in board.entries:
+            if len(out) >= free:
+                break
+            if e["owner"] is not None or e["asset"] not in selected:
+                continue
+            upstream = self._ancestors(e["asset"])
+            if any(o["asset"] in upstream for o in board.entries):
+                continue
+            e["owner"] = self._me.key
+            out.append(e)
+        return out
+
+    def _finish(self, board: Board, r: Request, outcome: str) -> None:
+        """A request of this runner is done: off the board; an unpartitioned asset's (or a
+        range's) outcome sets whether what reads it may run."""
+        entry = board.find(r, self._me.key)
+        if entry is not None:
+            board.entries.remove(entry)
+        if r.partition is None:
+            if outcome == "failed" and r.asset not in board.failed:
+                board.failed.append(r.asset)
+            elif outcome in ("ran", "checks_failed") and r.asset in board.failed:
+                board.failed.remove(r.asset)
+
+    def _show_waiting(self, board: Board, selected: set[str]) -> None:
+        """One line each time what this runner waits for changes: the requests of its graph
+        other runners are running, with their runs."""
+        others = [
+            e for e in board.entries if e["asset"] in selected and e["owner"] not in (None, self._me.key)
+        ]  # fmt: skip
+        labels = tuple(sorted(Board.request(e).label() for e in others))
+        if not others or labels == self._waiting:
+            self._waiting = labels
+            return
+        self._waiting = labels
+        owner = Owner.from_key(others[0]["owner"])
+        runs = self.instance.get_runs(
+            filters=dg.RunsFilter(statuses=UNFINISHED, tags=owner.tags()), limit=1
+        )
+        what = (
+            f"run {runs[0].run_id} ({runs[0].tags.get(REQUEST_TAG, labels[0])})"
+            if runs
+            else labels[0]
+        )
+        more = f" and {len(others) - 1} more request(s)" if len(others) > 1 else ""
+        self.log(f"sigmap: waiting for {what}{more} of another sigmap process (pid {owner.pid})")
 
     def _execute(self, requests: list[Request], prog: Progress, durations: dict) -> None:
         """Run one tick's requests in dependency order (``lanes`` at once)."""
@@ -437,8 +672,9 @@ class GraphRunner:
                     fut.result()  # a runner bug surfaces here; asset failures are recorded
                     finish(running.pop(fut))
 
-    def _one(self, r: Request, prog: Progress, durations: dict, of: int) -> None:
-        """Materialize one request (or record why not) into the summary."""
+    def _one(self, r: Request, prog: Progress, durations: dict, of: int) -> str:
+        """Materialize one request (or record why not) into the summary; returns the
+        outcome: ``ran``, ``checks_failed``, ``failed`` or ``blocked``."""
         with self._lock:  # downstream of an asset whose latest attempt failed
             blocked = bool(self._ancestors(r.asset) & self._failed)
         expected = durations.get(r.asset, FIRST_GUESS_S) / max(1, of)
@@ -448,12 +684,14 @@ class GraphRunner:
                     self.summary["blocked"].append(r.asset)
                     prog.line(r.asset, "not run: something upstream of it failed")
             prog.consumed(expected)
-            return
+            return "blocked"
         prog.line(r.asset, f"materializing {r.label()}")
         t0 = time.perf_counter()
+        outcome = "ran"
         try:
             self._materialize(r)
         except ChecksFailed as exc:
+            outcome = "checks_failed"
             with self._lock:
                 if r.asset not in self.summary["ran"]:
                     self.summary["ran"].append(r.asset)
@@ -462,6 +700,7 @@ class GraphRunner:
                 )
             prog.line(r.asset, f"stored, but a blocking check failed: {exc}")
         except RuntimeError as exc:
+            outcome = "failed"
             with self._lock:
                 if r.partition is None:  # an unpartitioned asset or a range: downstream waits
                     self._failed.add(r.asset)
@@ -483,9 +722,11 @@ class GraphRunner:
             self._took[r.asset] = self._took.get(r.asset, 0.0) + time.perf_counter() - t0
         prog.consumed(expected)
         release_memory()
+        return outcome
 
     def _materialize(self, r: Request) -> None:
-        tags = {"sigmap/launched_by": "sigmap run"}
+        tags = {"sigmap/launched_by": "sigmap run", REQUEST_TAG: r.label()}
+        tags |= self._me.tags()
         if r.prange:
             tags |= {
                 "dagster/asset_partition_range_start": r.prange[0],

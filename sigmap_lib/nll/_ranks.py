@@ -4,8 +4,9 @@ each model's bits-per-byte moments.
 Store layout (``RankStore``)
 ----------------------------
 ``<dir>/ranks.zarr``  zarr v3 array ``(n_units, n_models)`` of the rank codes, chunked
-                     ``(chunk_units, n_models)``, uncompressed (stores written with a
-                     codec by earlier versions are read through zarr);
+                     ``(chunk_units, n_models)``, uncompressed and in native byte order,
+                     so its chunk files are read directly (:meth:`RankStore.open` refuses
+                     a store with any other codec);
 ``<dir>/models.json`` ``{"format": "sigmap.ranks/1", "model_keys": [...], "n_units": d,
                      "encoding": "doubled_zero_based_average_rank", "dtype": "uint8",
                      "bpb_mean": [...], "bpb_sd": [...], "chunk_units": ...}``;
@@ -86,7 +87,9 @@ class RankStore:
                 f"{meta_path}: unsupported rank store format {meta.get('format')!r} / "
                 f"encoding {meta.get('encoding')!r}"
             )
-        return cls(
+        if not (p / "ranks.zarr").exists():
+            raise SigmapInputError(f"{p} is not a rank store (missing ranks.zarr)")
+        store = cls(
             path=p,
             model_keys=list(meta["model_keys"]),
             n_units=int(meta["n_units"]),
@@ -94,6 +97,8 @@ class RankStore:
             bpb_sd=np.asarray(meta["bpb_sd"], dtype=np.float64),
             chunk_units=int(meta["chunk_units"]),
         )
+        store._raw_codes()
+        return store
 
     def array(self) -> Any:
         """The zarr array of codes, opened read-only."""
@@ -101,21 +106,31 @@ class RankStore:
 
         return zarr.open_array(str(self.path / "ranks.zarr"), mode="r")
 
+    def _raw_codes(self) -> Any:
+        """Where the code chunks lie on disk; a :class:`SigmapInputError` when the array
+        is not stored the way :func:`build_rank_store` writes it."""
+        arr = self.array()
+        raw = _raw_chunks(arr)
+        if raw is None:
+            codecs = ", ".join(c.to_dict()["name"] for c in arr.metadata.codecs)
+            raise SigmapInputError(
+                f"{self.path / 'ranks.zarr'}: rank codes stored with codecs [{codecs}], "
+                "not as uncompressed native-order chunks; delete the rank store "
+                f"{self.path} and re-run to rebuild it"
+            )
+        return raw
+
     def iter_chunks(self, chunk_units: int | None = None) -> Iterator[tuple[int, np.ndarray]]:
         """Yield ``(start, codes)`` with ``codes`` of shape ``(n, n_models)`` (doubled ranks)."""
         cu = self.chunk_units if chunk_units is None else int(chunk_units)
         if cu < 1:
             raise SigmapInputError(f"chunk_units must be >= 1, got {cu}")
-        arr = self.array()
-        raw = _raw_chunks(arr)
+        raw = self._raw_codes()
         for s in range(0, self.n_units, cu):
             e = min(s + cu, self.n_units)
-            if raw is None:
-                yield s, np.asarray(arr[s:e])
-            else:
-                block = np.empty((e - s, self.n_models), dtype=self.dtype)
-                _read_raw(raw, s, e, block)
-                yield s, block
+            block = np.empty((e - s, self.n_models), dtype=self.dtype)
+            _read_raw(raw, s, e, block)
+            yield s, block
 
     def ranks(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Average ranks (float64, 1-based) of units ``[start, stop)``."""

@@ -14,7 +14,7 @@ import hashlib
 
 import dagster as dg
 
-from sigmap_assets.automation import tick_seconds
+from sigmap_assets.automation import sigmap_sensor, tick_seconds
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import WorldResource
 
@@ -35,10 +35,9 @@ nightly_score_refresh = dg.ScheduleDefinition(
 )
 
 
-@dg.sensor(
-    name="catalog_sensor",
-    minimum_interval_seconds=tick_seconds(60),
-    default_status=dg.DefaultSensorStatus.RUNNING,
+@sigmap_sensor(
+    "catalog_sensor",
+    seconds=60,
     description=(
         "When catalog.yaml changes, adds a `benchmarks` partition for each new benchmark "
         "(automation re-reads the catalog and the scores when the input observer sees it change)."
@@ -68,11 +67,10 @@ def catalog_sensor(
     )
 
 
-@dg.sensor(
-    name="automation_backfill_retry",
+@sigmap_sensor(
+    "automation_backfill_retry",
+    seconds=30,
     asset_selection=dg.AssetSelection.all(),  # what automation targets; no job is built
-    minimum_interval_seconds=tick_seconds(30),
-    default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Submits again, once, an automation backfill that Dagster's backfill daemon failed "
         "before launching anything ('Unable to determine root partitions'), with its target "

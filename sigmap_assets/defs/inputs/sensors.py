@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sigmap_assets.automation import tick_seconds
+from sigmap_assets.automation import sigmap_sensor
 from sigmap_assets.defs.inputs.assets import user_inputs
 from sigmap_assets.fingerprints import (
     ABSENT,
@@ -53,10 +53,9 @@ def changed_inputs(instance: dg.DagsterInstance, world: WorldResource) -> list[d
     return events
 
 
-@dg.sensor(
-    name="input_observer",
-    minimum_interval_seconds=tick_seconds(30),
-    default_status=dg.DefaultSensorStatus.RUNNING,
+@sigmap_sensor(
+    "input_observer",
+    seconds=30,
     description=(
         "Fingerprints the user's inputs (registry, catalog, corpus files, score sources, "
         "lm-eval logs, the settings that change results) each tick and records an observation of every input whose fingerprint "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from sigmap_assets.automation import tick_seconds
+from sigmap_assets.automation import sigmap_sensor
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import scored_models_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -90,11 +90,10 @@ def scored_models(
     )
 
 
-@dg.sensor(
-    name="lm_eval_logs_sensor",
+@sigmap_sensor(
+    "lm_eval_logs_sensor",
+    seconds=30,
     target=dg.AssetSelection.assets("scored_models"),
-    minimum_interval_seconds=tick_seconds(30),
-    default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Watches the lm-eval output folder (`lm_eval_logs` in sigmap.yaml, else "
         "<world>/lm_eval_logs): every model folder becomes a `scored_models` partition and is "

@@ -6,17 +6,16 @@ import json
 
 import dagster as dg
 
-from sigmap_assets.automation import tick_seconds
+from sigmap_assets.automation import sigmap_sensor
 from sigmap_assets.partitions import cell_key, models_partitions, shards_partitions
 from sigmap_assets.registry_sync import plan_model_sync
 from sigmap_assets.resources import WorldResource
 
 
-@dg.sensor(
-    name="new_model_sensor",
+@sigmap_sensor(
+    "new_model_sensor",
+    seconds=30,
     target=dg.AssetSelection.assets("token_nll"),
-    minimum_interval_seconds=tick_seconds(30),
-    default_status=dg.DefaultSensorStatus.RUNNING,
     description=(
         "Reads models.yaml; in one tick adds a `models` partition for every new model (a row of "
         "token_nll cells, one per shard, which automation then fills once each). Automation "

@@ -2,16 +2,11 @@
 install has, and loglikelihood benchmarks built from held-out text.
 """
 
-from ._bench import (
+from ._benchmarks import (
     FAMILIES,
-    RequestBatches,
     ZooBenchmark,
     ZooItem,
-    batch_requests,
     build_zoo_benchmarks,
-    encode_requests,
-    loglikelihoods,
-    score_benchmarks,
 )
 from ._models import (
     MIXTURES,
@@ -23,6 +18,13 @@ from ._models import (
     checkpoint_steps,
     model_specs,
     train_tokenizers,
+)
+from ._scoring import (
+    RequestBatches,
+    batch_requests,
+    encode_requests,
+    loglikelihoods,
+    score_benchmarks,
 )
 from ._text import (
     DOMAINS,

@@ -58,16 +58,7 @@ import numpy as np
 
 from sigmap_lib._util._atomic import atomic_file, atomic_write_text
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.worlds.zoo._bench import (
-    RequestBatches,
-    ZooBenchmark,
-    _max_length,
-    batch_requests,
-    benchmark_requests,
-    build_zoo_benchmarks,
-    encode_requests,
-    score_benchmarks,
-)
+from sigmap_lib.worlds.zoo._benchmarks import ZooBenchmark, build_zoo_benchmarks
 from sigmap_lib.worlds.zoo._models import (
     MIXTURES,
     QUICK_MODELS,
@@ -86,6 +77,14 @@ from sigmap_lib.worlds.zoo._models import (
     train_tokenizers,
     train_zoo_models,
     worker_pool,
+)
+from sigmap_lib.worlds.zoo._scoring import (
+    RequestBatches,
+    batch_requests,
+    benchmark_requests,
+    context_length,
+    encode_requests,
+    score_benchmarks,
 )
 from sigmap_lib.worlds.zoo._text import DOMAINS, ZooTexts
 
@@ -184,7 +183,7 @@ def _request_batches(
     """:func:`batch_requests` of the benchmarks' requests encoded with the tokenizer saved
     in ``folder``, computed once per process and tokenizer."""
     tok_hash = hashlib.sha256((Path(folder) / "tokenizer.json").read_bytes()).hexdigest()
-    max_length = _max_length(model)
+    max_length = context_length(model)
     key = sha_of([tok_hash, items_key, batch_size, max_length])
     if key not in _BATCHES:
         if len(_BATCHES) >= 4:  # a world has two tokenizers; never grow without bound

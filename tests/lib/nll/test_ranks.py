@@ -149,6 +149,34 @@ def test_build_rank_store_validation(tmp_path) -> None:
         RankStore.open(tmp_path)
 
 
+def test_a_compressed_rank_store_is_refused_with_the_fix(tmp_path) -> None:
+    """A rank store whose codes carry a codec (not how build_rank_store writes them) is
+    one SigmapInputError naming the array, its codecs and the fix, not a slower read."""
+    nll = [np.array([2.0, 1.0, 3.0]), np.array([1.0, 1.0, 4.0])]
+    store = build_rank_store(nll, ["m1", "m2"], [1, 2, 2], tmp_path / "ranks")
+    codes = np.asarray(store.array()[:])
+    packed = zarr.create_array(
+        store=str(tmp_path / "ranks" / "ranks.zarr"),
+        shape=codes.shape,
+        chunks=codes.shape,
+        dtype=codes.dtype,
+        overwrite=True,
+    )  # zarr's default codecs: bytes + zstd
+    packed[:] = codes
+    with pytest.raises(SigmapInputError) as err:
+        RankStore.open(tmp_path / "ranks")
+    msg = str(err.value)
+    assert "\n" not in msg and msg.startswith(str(tmp_path / "ranks" / "ranks.zarr"))
+    assert "codecs [bytes, zstd]" in msg
+    assert f"delete the rank store {tmp_path / 'ranks'} and re-run" in msg
+    with pytest.raises(SigmapInputError, match="codecs"):
+        next(store.iter_chunks())
+    (tmp_path / "ranks" / "ranks.zarr" / "zarr.json").unlink()
+    (tmp_path / "ranks" / "ranks.zarr").rename(tmp_path / "ranks" / "codes")
+    with pytest.raises(SigmapInputError, match=r"not a rank store \(missing ranks\.zarr\)"):
+        RankStore.open(tmp_path / "ranks")
+
+
 def test_raw_chunk_reads_equal_zarr_reads(tmp_path) -> None:
     """The readinto fast path for uncompressed local zarr v3 arrays returns exactly what
     zarr returns, for any slice; other codecs fall back to zarr; a missing chunk reads as

@@ -149,28 +149,28 @@ def _gemma_gguf(cache: Path) -> Path:
     )
 
 
+def _converted(path: Path, cache: Path, arch: str, vocab: int) -> tuple[Any, Any]:
+    """The GGUF model at ``path`` converted into ``cache`` (once) and loaded on CPU, after
+    checking its architecture and its tokenizer's vocabulary."""
+    assert gguf_architecture(path) == arch
+    folder = convert_gguf(path, cache)
+    model, tok = load_model(folder, device="cpu", dtype="float32")
+    assert len(tok) == model.config.vocab_size == vocab and tok.is_fast
+    return model, tok
+
+
 @pytest.fixture(scope="session")
 def smol(gguf_cache: Path) -> tuple[Any, Any]:
     """SmolLM2-135M-Instruct: converted once (the cached folder is loaded)."""
     pytest.importorskip("gguf", reason="the gguf package reads GGUF files (pip install gguf)")
-    path = _gguf_path()
-    assert gguf_architecture(path) == "llama"
-    folder = convert_gguf(path, gguf_cache)
-    model, tok = load_model(folder, device="cpu", dtype="float32")
-    assert len(tok) == model.config.vocab_size == 49152 and tok.is_fast
-    return model, tok
+    return _converted(_gguf_path(), gguf_cache, "llama", 49152)
 
 
 @pytest.fixture(scope="session")
 def gemma(gguf_cache: Path) -> tuple[Any, Any]:
     """Gemma 3 270M: assembled and converted once (the cached folder is loaded)."""
     pytest.importorskip("gguf", reason="the gguf package reads GGUF files (pip install gguf)")
-    path = _gemma_gguf(gguf_cache)
-    assert gguf_architecture(path) == "gemma3"
-    folder = convert_gguf(path, gguf_cache)
-    model, tok = load_model(folder, device="cpu", dtype="float32")
-    assert len(tok) == model.config.vocab_size == 262144 and tok.is_fast
-    return model, tok
+    return _converted(_gemma_gguf(gguf_cache), gguf_cache, "gemma3", 262144)
 
 
 @pytest.fixture(scope="module")
