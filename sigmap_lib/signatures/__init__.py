@@ -39,7 +39,7 @@ from ._merge import (
     merge_screen,
     screen_partial,
 )
-from ._method import Interval, Options, SignatureMethod
+from ._method import Interval, Options, Pass, SignatureMethod
 from ._partial_store import PartialKey, partial_key, reuse_partial
 from ._result import NullCalibration, Signature, gather_units, unit_orientation
 from ._screening import ScreenResult, screen
@@ -94,6 +94,7 @@ __all__ = [
     "NullCalibration",
     "Options",
     "PartialKey",
+    "Pass",
     "ScreenPartial",
     "ScreenResult",
     "SelectionResult",

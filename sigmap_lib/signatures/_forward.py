@@ -32,12 +32,13 @@ scores: extra score columns are screened alongside; shard partials merge with
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
 from sigmap_lib.signatures._calibration import calibration_from_null
-from sigmap_lib.signatures._method import Interval, Options, SignatureMethod
+from sigmap_lib.signatures._method import Interval, Options, Pass, SignatureMethod
 from sigmap_lib.signatures._result import (
     NullCalibration,
     Signature,
@@ -49,6 +50,7 @@ from sigmap_lib.signatures._selection import SelectionResult, forward_select
 from sigmap_lib.signatures._statistics import STATISTICS
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class ForwardSelection(SignatureMethod):
     """Screening then forward selection; :attr:`criterion` is the stopping rule.
 
@@ -87,28 +89,15 @@ class ForwardSelection(SignatureMethod):
         "alpha": [Interval(float, 0.0, 1.0, closed="neither")],
     }
 
-    def __init__(
-        self,
-        *,
-        q: float = 0.01,
-        k: int | None = None,
-        statistic: str = "thrush",
-        two_sided: bool = True,
-        max_features: int | None = None,
-        loo: bool = False,
-        n_bootstrap: int = 0,
-        n_permutations: int | None = None,
-        alpha: float = 0.05,
-    ) -> None:
-        self.q = q
-        self.k = k
-        self.statistic = statistic
-        self.two_sided = two_sided
-        self.max_features = max_features
-        self.loo = loo
-        self.n_bootstrap = n_bootstrap
-        self.n_permutations = n_permutations
-        self.alpha = alpha
+    q: float = 0.01
+    k: int | None = None
+    statistic: str = "thrush"
+    two_sided: bool = True
+    max_features: int | None = None
+    loo: bool = False
+    n_bootstrap: int = 0
+    n_permutations: int | None = None
+    alpha: float = 0.05
 
     @property
     def gamma_value(self) -> float:
@@ -119,37 +108,11 @@ class ForwardSelection(SignatureMethod):
         other = "preselect" if self.statistic == "thrush" else "thrush"
         return f"screening={other}", {"statistic": other}
 
-    def _extract(
-        self,
-        source: Any,
-        scores: np.ndarray,
-        *,
-        names: list[str],
-        nll_arrays: Any,
-        seed: int,
-        chunk_units: int,
-    ) -> list[Signature]:
-        return _selection_signatures(
-            source,
-            scores,
-            names=names,
-            nll_arrays=nll_arrays,
-            q=self.q,
-            k=self.k,
-            statistic=self.statistic,
-            two_sided=self.two_sided,
-            criterion=self.criterion,
-            gamma=self.gamma_value,
-            max_features=self.max_features,
-            loo=self.loo,
-            n_bootstrap=self.n_bootstrap,
-            n_permutations=self.n_permutations or 0,
-            alpha=self.alpha,
-            seed=seed,
-            chunk_units=chunk_units,
-        )
+    def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Signature]:
+        return _selection_signatures(source, scores, self, run)
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class ForwardAIC(ForwardSelection):
     """The paper's default: forward selection stopped by AIC (parameters:
     :class:`ForwardSelection`).
@@ -170,6 +133,7 @@ class ForwardAIC(ForwardSelection):
     criterion: ClassVar[str] = "aic"
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class ForwardBIC(ForwardSelection):
     """Forward selection stopped by BIC (parameters: :class:`ForwardSelection`)."""
 
@@ -177,6 +141,7 @@ class ForwardBIC(ForwardSelection):
     criterion: ClassVar[str] = "bic"
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class ForwardEBIC(ForwardSelection):
     """Forward selection stopped by the extended BIC with ``p = K`` and γ = ``gamma``
     (the other parameters: :class:`ForwardSelection`)."""
@@ -187,32 +152,7 @@ class ForwardEBIC(ForwardSelection):
         ForwardSelection._parameter_constraints | {"gamma": [Interval(float, 0.0, 1.0)]}
     )
 
-    def __init__(
-        self,
-        *,
-        q: float = 0.01,
-        k: int | None = None,
-        statistic: str = "thrush",
-        two_sided: bool = True,
-        max_features: int | None = None,
-        loo: bool = False,
-        n_bootstrap: int = 0,
-        n_permutations: int | None = None,
-        alpha: float = 0.05,
-        gamma: float = 0.5,
-    ) -> None:
-        super().__init__(
-            q=q,
-            k=k,
-            statistic=statistic,
-            two_sided=two_sided,
-            max_features=max_features,
-            loo=loo,
-            n_bootstrap=n_bootstrap,
-            n_permutations=n_permutations,
-            alpha=alpha,
-        )
-        self.gamma = gamma
+    gamma: float = 0.5
 
     @property
     def gamma_value(self) -> float:
@@ -226,29 +166,15 @@ def _select_on(
 
 
 def _selection_signatures(
-    source: Any,
-    y_all: np.ndarray,
-    *,
-    names: list[str],
-    nll_arrays: Any,
-    q: float,
-    k: int | None,
-    statistic: str,
-    two_sided: bool,
-    criterion: str,
-    gamma: float,
-    max_features: int | None,
-    loo: bool,
-    n_bootstrap: int,
-    n_permutations: int,
-    alpha: float,
-    seed: int,
-    chunk_units: int,
+    source: Any, y_all: np.ndarray, method: ForwardSelection, run: Pass
 ) -> list[Signature]:
     """The paper's text (aic / bic / ebic): one screening pass, then forward selection."""
+    names, loo, n_bootstrap, alpha = run.names, method.loo, method.n_bootstrap, method.alpha
+    criterion, gamma, statistic = method.criterion, method.gamma_value, method.statistic
+    n_permutations = method.n_permutations or 0
     m, nb = y_all.shape
-    values_src = values_source(source, nll_arrays)
-    rng = np.random.default_rng(seed)
+    values_src = values_source(source, run.nll_arrays)
+    rng = np.random.default_rng(run.seed)
 
     # --- all score columns screened in one pass -----------------------------------------
     cols = [y_all]
@@ -274,11 +200,11 @@ def _selection_signatures(
     screened = screen(
         source,
         y_cols,
-        q=q,
-        k=k,
+        q=method.q,
+        k=method.k,
         statistic=statistic,
-        two_sided=two_sided,
-        chunk_units=chunk_units,
+        two_sided=method.two_sided,
+        chunk_units=run.chunk_units,
         benchmark_names=col_names,
     )
 
@@ -289,7 +215,7 @@ def _selection_signatures(
     def cand_values(res: ScreenResult) -> np.ndarray:
         return values_union[:, np.searchsorted(union, res.indices)]
 
-    sel_kw = {"max_features": max_features}
+    sel_kw = {"max_features": method.max_features}
     out: list[Signature] = []
     for b in range(nb):
         y = y_all[:, b]
@@ -373,7 +299,7 @@ def _selection_signatures(
                 observed_max=res.best,
                 alpha=alpha,
                 statistic=statistic,
-                two_sided=two_sided,
+                two_sided=method.two_sided,
                 n_models=int(models.sum()),
                 n_units=res.n_units,
             )

@@ -43,7 +43,7 @@ from sigmap_lib.signatures._calibration import (
     adjusted_p_values,
     calibrated_signatures,
 )
-from sigmap_lib.signatures._method import Interval, Options, SignatureMethod
+from sigmap_lib.signatures._method import Interval, Options, Pass, SignatureMethod
 from sigmap_lib.signatures._result import Signature, gather_units, values_source
 from sigmap_lib.signatures._screening import raise_on_nan, screen, source_chunks
 from sigmap_lib.signatures._statistics import check_benchmark, strength_of, thrush_correlation
@@ -223,6 +223,7 @@ def _recalibrated(cal: Calibration, units: np.ndarray, values: np.ndarray) -> Ca
     )
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class AuthorsLasso(SignatureMethod):
     """The authors' published code (§2b): Thrush tails, then a fixed-α Lasso.
 
@@ -268,38 +269,19 @@ class AuthorsLasso(SignatureMethod):
         "buffer_units": [Interval(int, 1, None)],
     }
 
-    def __init__(
-        self,
-        *,
-        tail_fraction: float = 1e-6,
-        ranking: str = "average",
-        lasso_alpha: float = 0.01,
-        n_permutations: int | None = None,
-        alpha: float = 0.05,
-        shared_null: bool = False,
-        buffer_units: int = 1024,
-    ) -> None:
-        self.tail_fraction = tail_fraction
-        self.ranking = ranking
-        self.lasso_alpha = lasso_alpha
-        self.n_permutations = n_permutations
-        self.alpha = alpha
-        self.shared_null = shared_null
-        self.buffer_units = buffer_units
+    tail_fraction: float = 1e-6
+    ranking: str = "average"
+    lasso_alpha: float = 0.01
+    n_permutations: int | None = None
+    alpha: float = 0.05
+    shared_null: bool = False
+    buffer_units: int = 1024
 
-    def _extract(
-        self,
-        source: Any,
-        scores: np.ndarray,
-        *,
-        names: list[str],
-        nll_arrays: Any,
-        seed: int,
-        chunk_units: int,
-    ) -> list[Signature]:
+    def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Signature]:
+        names, chunk_units = run.names, run.chunk_units
         for b, name in enumerate(names):
             check_benchmark(scores[:, b], name)
-        values_src = values_source(source, nll_arrays)
+        values_src = values_source(source, run.nll_arrays)
         fits = lasso_signatures(
             source,
             scores,
@@ -320,7 +302,7 @@ class AuthorsLasso(SignatureMethod):
                 alpha=self.alpha,
                 shared_null=self.shared_null,
                 two_sided=True,
-                seed=seed,
+                seed=run.seed,
                 buffer_units=self.buffer_units,
                 chunk_units=chunk_units,
             )

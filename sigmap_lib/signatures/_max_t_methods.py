@@ -11,6 +11,7 @@ the threshold than the buffer held.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,7 +23,7 @@ from sigmap_lib.signatures._calibration import (
     check_calibrated_models,
 )
 from sigmap_lib.signatures._max_t import MIN_MODELS_CALIBRATED
-from sigmap_lib.signatures._method import Interval, Options, SignatureMethod
+from sigmap_lib.signatures._method import Interval, Options, Pass, SignatureMethod
 from sigmap_lib.signatures._result import Signature, values_source
 from sigmap_lib.signatures._statistics import check_benchmark
 
@@ -36,45 +37,45 @@ _MAX_T_CONSTRAINTS: dict[str, list[Any]] = {
 }
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class _MaxT(SignatureMethod):
     """What the two calibrated methods share: the max-T pass and its parameters."""
 
     calibrated: ClassVar[bool] = True
     default_permutations: ClassVar[int] = 199
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = _MAX_T_CONSTRAINTS
+
+    n_permutations: int | None = None
+    alpha: float = 0.05
+    shared_null: bool = False
+    two_sided: bool = True
+    buffer_units: int = 1024
+    fwer: str = "benchmark"
 
     def _options(self) -> dict[str, Any]:
         return {}
 
-    def _extract(
-        self,
-        source: Any,
-        scores: np.ndarray,
-        *,
-        names: list[str],
-        nll_arrays: Any,
-        seed: int,
-        chunk_units: int,
-    ) -> list[Signature]:
-        for b, name in enumerate(names):
+    def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Signature]:
+        for b, name in enumerate(run.names):
             check_benchmark(scores[:, b], name)
         found = calibrated_signatures(
-            values_source(source, nll_arrays) if self.reads_values else source,
+            values_source(source, run.nll_arrays) if self.reads_values else source,
             scores,
             method=self.name,
             n_permutations=self.permutations,
             alpha=self.alpha,
             shared_null=self.shared_null,
             two_sided=self.two_sided,
-            seed=seed,
+            seed=run.seed,
             buffer_units=self.buffer_units,
-            chunk_units=chunk_units,
+            chunk_units=run.chunk_units,
             fwer=self.fwer,
-            names=names,
+            names=run.names,
             **self._options(),
         )
         return [
             Signature(
-                benchmark=names[b],
+                benchmark=run.names[b],
                 units=r.units,
                 models_used=r.models_used,
                 method=self.name,
@@ -90,6 +91,7 @@ class _MaxT(SignatureMethod):
         return self.default_permutations if self.n_permutations is None else self.n_permutations
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class CalibratedPartial(_MaxT):
     """Max-T test of each unit's partial correlation with the scores given general quality.
 
@@ -110,10 +112,11 @@ class CalibratedPartial(_MaxT):
         Test ``|statistic|`` (default) or the signed statistic.
     buffer_units : int
         Units kept per benchmark in the running top-K (the result does not depend on it).
+    fwer : {"benchmark", "all"}
+        The error over each benchmark's units, or over all benchmarks' units together.
     strata : array_like, shape (n_models,), optional
         One label per model (e.g. its family): permutations within strata, stratum effects
         regressed out of units and scores.
-    fwer : {"benchmark", "all"}
     partial_statistic : {"spearman", "pearson"}
 
     Examples
@@ -140,26 +143,8 @@ class CalibratedPartial(_MaxT):
         "partial_statistic": [Options(PARTIAL_STATISTICS)],
     }
 
-    def __init__(
-        self,
-        *,
-        n_permutations: int | None = None,
-        alpha: float = 0.05,
-        shared_null: bool = False,
-        two_sided: bool = True,
-        buffer_units: int = 1024,
-        strata: Any = None,
-        fwer: str = "benchmark",
-        partial_statistic: str = "spearman",
-    ) -> None:
-        self.n_permutations = n_permutations
-        self.alpha = alpha
-        self.shared_null = shared_null
-        self.two_sided = two_sided
-        self.buffer_units = buffer_units
-        self.strata = strata
-        self.fwer = fwer
-        self.partial_statistic = partial_statistic
+    strata: Any = None
+    partial_statistic: str = "spearman"
 
     @classmethod
     def check_models(cls, m: int, strata: Any = None, name: str = "") -> None:
@@ -169,6 +154,7 @@ class CalibratedPartial(_MaxT):
         return {"strata": self.strata, "partial_statistic": self.partial_statistic}
 
 
+@dataclass(kw_only=True, repr=False, eq=False)
 class CalibratedMarginal(_MaxT):
     """Max-T test of each unit's marginal Thrush correlation with the scores (rank codes
     suffice). The parameters are :class:`CalibratedPartial`'s but ``strata`` and
@@ -190,21 +176,3 @@ class CalibratedMarginal(_MaxT):
     name: ClassVar[str] = "calibrated-marginal"
     reads_values: ClassVar[bool] = False
     counterpart: ClassVar[str | None] = "calibrated"
-    _parameter_constraints: ClassVar[dict[str, list[Any]]] = _MAX_T_CONSTRAINTS
-
-    def __init__(
-        self,
-        *,
-        n_permutations: int | None = None,
-        alpha: float = 0.05,
-        shared_null: bool = False,
-        two_sided: bool = True,
-        buffer_units: int = 1024,
-        fwer: str = "benchmark",
-    ) -> None:
-        self.n_permutations = n_permutations
-        self.alpha = alpha
-        self.shared_null = shared_null
-        self.two_sided = two_sided
-        self.buffer_units = buffer_units
-        self.fwer = fwer

@@ -105,12 +105,25 @@ def _describe(rule: Any) -> str:
     return {None: "None", "array-like": "a 1-D array", bool: "a bool"}.get(rule, str(rule))
 
 
+@dataclass(frozen=True)
+class Pass:
+    """What one extraction passes to :meth:`SignatureMethod._extract` beside the data: the
+    benchmarks' names, the per-unit values when the source holds only rank codes, the seed
+    of every random draw and the units read at a time."""
+
+    names: list[str]
+    nll_arrays: Any
+    seed: int
+    chunk_units: int
+
+
 class SignatureMethod(ABC):
     """Base class of the signature methods.
 
-    Subclasses set the class attributes below, declare their parameters in ``__init__``
-    (keyword-only, stored under the same names) and ``_parameter_constraints``, and
-    implement :meth:`_extract`.
+    Subclasses set the class attributes below, declare their parameters as keyword-only
+    constructor arguments stored under the same names (a ``@dataclass(kw_only=True)``
+    does it, and subclasses inherit the fields) with ``_parameter_constraints``, and
+    implement :meth:`_extract` (``run``: a :class:`Pass`).
 
     Attributes
     ----------
@@ -230,24 +243,8 @@ class SignatureMethod(ABC):
         list[Signature], one per score column.
         """
         self.validate()
-        return self._extract(
-            source,
-            scores,
-            names=list(names),
-            nll_arrays=nll_arrays,
-            seed=seed,
-            chunk_units=chunk_units,
-        )
+        return self._extract(source, scores, Pass(list(names), nll_arrays, seed, chunk_units))
 
     @abstractmethod
-    def _extract(
-        self,
-        source: Any,
-        scores: np.ndarray,
-        *,
-        names: list[str],
-        nll_arrays: Any,
-        seed: int,
-        chunk_units: int,
-    ) -> list[Any]:
+    def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Any]:
         """The method's pass over the units (parameters validated)."""

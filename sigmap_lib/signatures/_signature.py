@@ -79,10 +79,10 @@ def register_method(cls: type[SignatureMethod], *, replace: bool = False) -> typ
     ...     name = "first-unit"
     ...     def __init__(self, *, unit: int = 0):
     ...         self.unit = unit
-    ...     def _extract(self, source, scores, *, names, nll_arrays, seed, chunk_units):
+    ...     def _extract(self, source, scores, run):
     ...         used = ~np.isnan(scores)
     ...         return [Signature(n, [self.unit], used[:, b], method=self.name)
-    ...                 for b, n in enumerate(names)]
+    ...                 for b, n in enumerate(run.names)]
     >>> [s.units.tolist() for s in extract_signatures(np.zeros((5, 4)), np.ones((4, 2)),
     ...                                               method="first-unit", unit=3)]
     [[3], [3]]
@@ -112,7 +112,7 @@ def signature_method(
     >>> signature_method("calibrated", loo=True)
     Traceback (most recent call last):
     ...
-    sigmap_lib.errors.SigmapInputError: method='calibrated' does not take loo; its parameters: n_permutations, alpha, shared_null, two_sided, buffer_units, strata, fwer, partial_statistic
+    sigmap_lib.errors.SigmapInputError: method='calibrated' does not take loo; its parameters: n_permutations, alpha, shared_null, two_sided, buffer_units, fwer, strata, partial_statistic
     """
     if isinstance(method, SignatureMethod):
         if params:

@@ -35,19 +35,19 @@ class StrongestUnits(SignatureMethod):
         self.n = n
         self.two_sided = two_sided
 
-    def _extract(self, source, scores, *, names, nll_arrays, seed, chunk_units):
+    def _extract(self, source, scores, run):
         found = screen(
             source,
             scores,
             k=self.n,
             two_sided=self.two_sided,
-            chunk_units=chunk_units,
-            benchmark_names=names,
+            chunk_units=run.chunk_units,
+            benchmark_names=run.names,
         )
         used = ~np.isnan(scores)
         return [
             Signature(name, r.indices, used[:, b], method=self.name)
-            for b, (name, r) in enumerate(zip(names, found))
+            for b, (name, r) in enumerate(zip(run.names, found))
         ]
 
 
