@@ -506,9 +506,9 @@ class StoredState:
             )
             if units.size == 0:
                 cal = summary.get("calibration") or {}
-                no_sig[k] = cal.get("reason") or f"empty signature ({summary.get('method', 'aic')})"
+                no_sig[k] = cal.get("reason") or f"empty signature ({summary['method']})"
             settings = settings or SignatureSettings.from_dict(summary["settings"])
-            if settings.resolved_method.startswith("calibrated") and summary.get("calibration"):
+            if settings.method_class.calibrated and summary.get("calibration"):
                 options = {
                     "n_permutations": summary["calibration"]["n_permutations"],
                     "fwer": summary.get("fwer") or "benchmark",

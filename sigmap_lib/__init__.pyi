@@ -90,6 +90,9 @@ from .signatures import (
     Signature as Signature,
 )
 from .signatures import (
+    SignatureMethod as SignatureMethod,
+)
+from .signatures import (
     extract_signatures as extract_signatures,
 )
 from .signatures import (

@@ -89,18 +89,21 @@ def signature_robustness(
     bpb_mean, bpb_sd : ndarray ``(n_models,)``
         Whole-corpus bits-per-byte moments per model (from the rank store).
     extract_kwargs : mapping
-        Options of the main extraction (``k``/``q``, ``statistic``, ``two_sided``,
-        ``criterion``, ``gamma``), passed to
-        :func:`sigmap_lib.signatures.extract_signatures` with one option changed per variant.
+        The main extraction's ``method`` and options (the stored
+        :class:`~sigmap_lib.signatures.SignatureSettings` and the caller's options, e.g.
+        ``n_permutations``, ``strata``); each variant's method takes the ones that are its
+        parameters, with one change per variant.
     corpus_split : int, optional
         First unit of the second corpus half (a document boundary); default ``n_units // 2``.
     n_model_subsets, subset_fraction : random subsets of models (without replacement).
-    criteria : stage-2 criteria to try instead of the main one (forward-selection mains).
+    criteria : forward-selection modes to try instead of the main one (forward-selection
+        mains).
     methods : signature methods to put side by side with the main one, e.g.
         ``("calibrated", "aic", "lasso")`` (the default, the paper's AIC, the authors'
-        Lasso); the main method is skipped. Default: none. With a
-        calibrated main, the screening variant is the other calibrated statistic (marginal
-        vs partial) instead of pre-select vs Thrush.
+        Lasso); the main method is skipped. Default: none. The "other statistic" variant is
+        the main method's ``counterpart`` (marginal vs partial max-T) or its
+        :meth:`~sigmap_lib.signatures.SignatureMethod.other_statistic` (pre-select vs
+        Thrush screening).
     main_signatures : mapping, optional
         The main signatures (benchmark -> units): each variant then reports
         ``extra["unit_jaccard"]``, the mean Jaccard overlap of its units with the main ones
@@ -124,7 +127,7 @@ def signature_robustness(
     >>> mean, sd = bpb.mean(axis=0), bpb.std(axis=0)
     >>> names = ["arc", "arc_easy", "gsm8k"]
     >>> y = -nll[[5, 5, 300]].T + 0.3 * rng.normal(size=(16, 3))
-    >>> kw = {"k": 10, "criterion": "aic"}
+    >>> kw = {"method": "aic", "k": 10}
     >>> found = extract_signatures(nll, y, benchmark_names=names, **kw)
     >>> sigs = {s.benchmark: s for s in found}  # units with their directions
     >>> main = signature_overlap(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd)
@@ -137,7 +140,12 @@ def signature_robustness(
      ('models subset 1', 0.5, 3), ('criterion=bic', 1.0, 3), ('criterion=ebic', 1.0, 3)]
     """
     from sigmap_lib.overlap._analysis import agreement
-    from sigmap_lib.signatures import MIN_MODELS_CALIBRATED, extract_signatures
+    from sigmap_lib.signatures import (
+        ForwardSelection,
+        extract_signatures,
+        method_class,
+        signature_method,
+    )
 
     y = np.asarray(scores, dtype=np.float64)
     if y.ndim != 2 or y.shape[1] != len(benchmark_names):
@@ -153,8 +161,9 @@ def signature_robustness(
     rng = np.random.default_rng(seed)
     out: list[Variant] = []
 
-    main_method = base.get("method") or base.get("criterion", "aic")
-    calibrated = str(main_method).startswith("calibrated")
+    main_method = str(base.pop("method", "calibrated"))
+    run_seed = int(base.pop("seed", 0))
+    main_cls = method_class(main_method)
 
     def add(
         name: str, desc: str, sigs: dict[str, SignedUnits], models: np.ndarray | None = None
@@ -173,62 +182,58 @@ def signature_robustness(
         yy: np.ndarray,
         offset: int = 0,
         models: np.ndarray | None = None,
+        method: str = main_method,
         **changes: Any,
     ) -> dict[str, SignedUnits]:
-        kw = dict(base) | changes
-        meth = str(kw.get("method") or "")
-        if meth != "calibrated":
-            kw.pop("strata", None)  # the strata are an option of the partial test only
-        elif models is not None and kw.get("strata") is not None:
+        cls = method_class(method)
+        kw = cls.select_params(dict(base) | changes)
+        if models is not None and kw.get("strata") is not None:
             kw["strata"] = np.asarray(kw["strata"])[models]
-        if not meth.startswith("calibrated"):
-            kw.pop("fwer", None)
-        if meth.startswith("calibrated"):
-            kw = {k: v for k, v in kw.items() if k not in ("criterion", "statistic", "k", "q")}
-        else:
-            if kw.get("method") is not None:
-                kw.pop("criterion", None)
-            # the max-T permutations belong to the calibrated main: for forward selection
+        if not cls.calibrated:
+            # the max-T permutations belong to a calibrated main: for forward selection
             # they would be a permutation null of the whole two-stage procedure (P passes)
             kw.pop("n_permutations", None)
-        sigs = extract_signatures(values, yy, benchmark_names=list(benchmark_names), **kw)
+        sigs = extract_signatures(
+            values, yy, method=method, benchmark_names=list(benchmark_names), seed=run_seed, **kw
+        )
         # empty ones too: NaN pairs
         return {s.benchmark: SignedUnits(s.units + offset, s.orientation) for s in sigs}
 
     all_values = _read_columns(nll_arrays, 0, d)
     # 1. the other statistic
-    if calibrated:
-        other = "calibrated-marginal" if main_method == "calibrated" else "calibrated"
-        sigs = run(all_values, y, method=other)
-        label, desc = f"method={other}", f"{other} instead of {main_method}"
-    else:
-        other = "preselect" if base.get("statistic", "thrush") == "thrush" else "thrush"
-        sigs = run(all_values, y, statistic=other)
-        label = f"screening={other}"
-        desc = f"{other} instead of {base.get('statistic', 'thrush')} screening"
-    add(label, desc, sigs)
+    main_obj = signature_method(main_method, **main_cls.select_params(base))
+    other = main_obj.other_statistic()
+    if main_cls.counterpart is not None:
+        counterpart = main_cls.counterpart
+        add(
+            f"method={counterpart}",
+            f"{counterpart} instead of {main_method}",
+            run(all_values, y, method=counterpart),
+        )
+    elif other is not None:
+        label, changes = other
+        desc = ", ".join(
+            f"{k}={v} instead of {main_obj.get_params()[k]}" for k, v in changes.items()
+        )
+        add(label, desc, run(all_values, y, **changes))
     # 2. each half of the corpus
     for name, lo, hi in (("corpus half 1", 0, split), ("corpus half 2", split, d)):
         add(name, f"units {lo:,}–{hi:,} only", run(all_values[lo:hi], y, offset=lo))
-    # 3. random subsets of models
-    # (the calibrated test refuses fewer than MIN_MODELS_CALIBRATED models)
-    size = max(
-        MIN_MODELS_CALIBRATED if main_method == "calibrated" else 5, round(subset_fraction * m)
-    )
+    # 3. random subsets of models (no fewer than the method accepts)
+    size = max(main_cls.min_models, 5, round(subset_fraction * m))
     if size < m:
         for i in range(n_model_subsets):
             models = np.sort(rng.choice(m, size=size, replace=False))
             sigs = run(all_values[:, models], y[models], models=models)
             add(f"models subset {i + 1}", f"{size} of {m} models", sigs, models=models)
-    # 4. other criteria (forward selection) and the other methods side by side
-    if not calibrated:
-        for crit in criteria:
-            if crit == base.get("criterion", "aic"):
-                continue
-            sigs = run(all_values, y, criterion=crit)
-            add(f"criterion={crit}", f"{crit} instead of {base.get('criterion', 'aic')}", sigs)
+    # 4. other stopping rules of forward selection, and the other methods side by side
+    selection = issubclass(main_cls, ForwardSelection)
+    for crit in criteria if selection else ():
+        if crit != main_method:
+            sigs = run(all_values, y, method=crit)
+            add(f"criterion={crit}", f"{crit} instead of {main_method}", sigs)
     for meth in methods:
-        if meth == main_method or (not calibrated and meth in criteria):
+        if meth == main_method or (selection and meth in criteria):
             continue
         try:
             sigs = run(all_values, y, method=meth)

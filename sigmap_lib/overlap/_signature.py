@@ -449,7 +449,7 @@ def signature_level(
     unit_nbytes: np.ndarray,
     bpb_mean: np.ndarray,
     bpb_sd: np.ndarray,
-    extract_kwargs: Mapping[str, Any],
+    method: Any,
     no_signature: Mapping[str, str] | None = None,
     n_permutations: int = 19,
     n_bootstrap: int = 500,
@@ -473,8 +473,9 @@ def signature_level(
         :func:`sigmap_lib.signatures.gather_units`).
     unit_nbytes, bpb_mean, bpb_sd : np.ndarray
         ``(n_units,)`` unit bytes and ``(n_models,)`` bits-per-byte moments.
-    extract_kwargs : mapping
-        ``extract_signatures``' options the signatures were extracted with.
+    method : SignatureMethod or str
+        The method the signatures were extracted with, with its parameters
+        (:meth:`sigmap_lib.signatures.SignatureSettings.method_object`).
     no_signature : mapping, optional
         Benchmark -> why its signature is empty.
     n_permutations, n_bootstrap, seed : int
@@ -492,6 +493,7 @@ def signature_level(
     --------
     >>> import numpy as np
     >>> from sigmap_lib.overlap import signature_level
+    >>> from sigmap_lib.signatures import CalibratedMarginal
     >>> rng = np.random.default_rng(0)
     >>> values = rng.normal(10.0, 1.0, size=(40, 14))  # 40 units x 14 models
     >>> nbytes = np.full(40, 4)
@@ -500,7 +502,7 @@ def signature_level(
     >>> m, extras = signature_level(
     ...     values, scores, {"a": [0], "b": [0, 1], "c": [7]},
     ...     nll_arrays=values, unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0),
-    ...     extract_kwargs={"method": "calibrated-marginal", "n_permutations": 19},
+    ...     method=CalibratedMarginal(n_permutations=19),
     ...     n_permutations=2, n_bootstrap=20,
     ... )
     >>> m.values.shape, sorted(extras)
@@ -514,7 +516,7 @@ def signature_level(
 
     def extract(y: np.ndarray) -> dict[str, np.ndarray]:
         out = extract_signatures(
-            source, y, nll_arrays=nll_arrays, benchmark_names=bench, **extract_kwargs
+            source, y, method=method, nll_arrays=nll_arrays, benchmark_names=bench
         )
         return {s.benchmark: s for s in out}  # empty ones give NaN pairs, no fallback
 

@@ -1,10 +1,13 @@
 """Benchmark signatures (METHODS Part I): the calibrated max-T signatures (the default),
 the authors' Lasso, and the paper's two-stage screening + forward selection with its null
-calibration.
+calibration — each a :class:`SignatureMethod`, selected by mode through
+:data:`SIGNATURE_METHODS`.
 """
 
 from ._calibration import FWER_SCOPES, Calibration, check_calibrated_models, max_t_threshold
 from ._detectable import detectable_rho, models_needed
+from ._forward import ForwardAIC, ForwardBIC, ForwardEBIC, ForwardSelection
+from ._lasso import AuthorsLasso
 from ._max_t import (
     BLOCK_MODELS,
     MIN_MODELS_CALIBRATED,
@@ -27,6 +30,7 @@ from ._max_t import (
     stratified_permutations,
     studentized,
 )
+from ._max_t_methods import CalibratedMarginal, CalibratedPartial
 from ._merge import (
     ScreenPartial,
     corpus_k,
@@ -35,7 +39,9 @@ from ._merge import (
     merge_screen,
     screen_partial,
 )
+from ._method import Interval, Options, Pass, SignatureMethod
 from ._partial_store import PartialKey, partial_key, reuse_partial
+from ._result import NullCalibration, Signature, gather_units, unit_orientation
 from ._screening import ScreenResult, screen
 from ._selection import (
     SelectionResult,
@@ -44,14 +50,13 @@ from ._selection import (
 )
 from ._settings import SignatureSettings
 from ._signature import (
-    METHODS,
-    NullCalibration,
-    Signature,
+    SIGNATURE_METHODS,
     extract_signature,
     extract_signatures,
-    gather_units,
-    resolve_method,
-    unit_orientation,
+    method_class,
+    method_options,
+    register_method,
+    signature_method,
 )
 from ._statistics import (
     STATISTICS,
@@ -70,20 +75,31 @@ from ._table import signature_table
 __all__ = [
     "BLOCK_MODELS",
     "FWER_SCOPES",
-    "METHODS",
     "MIN_MODELS_CALIBRATED",
     "MIN_RESIDUAL_DF",
     "MIN_STRATUM_MODELS",
     "SCORE_KNOTS",
+    "SIGNATURE_METHODS",
     "STATISTICS",
+    "AuthorsLasso",
+    "CalibratedMarginal",
+    "CalibratedPartial",
     "Calibration",
+    "ForwardAIC",
+    "ForwardBIC",
+    "ForwardEBIC",
+    "ForwardSelection",
+    "Interval",
     "MaxTPartial",
     "NullCalibration",
+    "Options",
     "PartialKey",
+    "Pass",
     "ScreenPartial",
     "ScreenResult",
     "SelectionResult",
     "Signature",
+    "SignatureMethod",
     "SignatureSettings",
     "basis_shape",
     "check_calibrated_models",
@@ -101,6 +117,8 @@ __all__ = [
     "merge_max_t",
     "merge_null_maxima",
     "merge_screen",
+    "method_class",
+    "method_options",
     "models_needed",
     "partial_key",
     "pooled_strata",
@@ -108,9 +126,9 @@ __all__ = [
     "preselect_from_codes",
     "quality_basis",
     "quality_blocks",
+    "register_method",
     "residual_codes",
     "residuals",
-    "resolve_method",
     "reuse_partial",
     "score_basis",
     "score_coefficients",
@@ -118,6 +136,7 @@ __all__ = [
     "score_scale",
     "screen",
     "screen_partial",
+    "signature_method",
     "signature_table",
     "split_screenable",
     "stratified_permutations",

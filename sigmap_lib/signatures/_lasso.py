@@ -32,20 +32,28 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll import RankStore, check_model_arrays, encode_ranks
+from sigmap_lib.signatures._calibration import (
+    Calibration,
+    adjusted_p_values,
+    calibrated_signatures,
+)
+from sigmap_lib.signatures._method import Interval, Options, Pass, SignatureMethod
+from sigmap_lib.signatures._result import Signature, gather_units, values_source
 from sigmap_lib.signatures._screening import raise_on_nan, screen, source_chunks
+from sigmap_lib.signatures._statistics import check_benchmark, strength_of, thrush_correlation
 
 RANKINGS = ("average", "first")
 
 
 @dataclass
 class LassoResult:
-    """One benchmark's Lasso signature (internal to :func:`extract_signatures`)."""
+    """One benchmark's Lasso fit (internal to :class:`AuthorsLasso`)."""
 
     units: np.ndarray
     coef: np.ndarray
@@ -199,3 +207,127 @@ def lasso_signatures(
             )
         )
     return out
+
+
+def _recalibrated(cal: Calibration, units: np.ndarray, values: np.ndarray) -> Calibration:
+    """``cal``'s null and threshold evaluated at other units with signed ``values``."""
+    from dataclasses import replace
+
+    strength = strength_of(values, "thrush", cal.two_sided)
+    return replace(
+        cal,
+        units=np.asarray(units, dtype=np.int64),
+        values=np.asarray(values, dtype=np.float64),
+        adjusted_p=adjusted_p_values(np.sort(cal.null_max), strength),
+        reason=None if len(units) else "the Lasso kept no unit",
+    )
+
+
+@dataclass(kw_only=True, repr=False, eq=False)
+class AuthorsLasso(SignatureMethod):
+    """The authors' published code (§2b): Thrush tails, then a fixed-α Lasso.
+
+    Parameters
+    ----------
+    tail_fraction : float
+        Fraction of units per tail kept as candidates.
+    ranking : {"average", "first"}
+        Tie rule of the Thrush score (``"first"``: the authors' ``rank(method="first")``).
+    lasso_alpha : float
+        The Lasso's penalty (acts on the scores in the units given).
+    n_permutations : int, optional
+        When > 0, a marginal max-T pass (:class:`CalibratedMarginal`) calibrates the
+        Lasso's units: their adjusted p-values under the same null (default 0: none).
+    alpha, shared_null, buffer_units :
+        Options of that calibration pass.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.signatures import AuthorsLasso
+    >>> rng = np.random.default_rng(0)
+    >>> y = rng.standard_normal(20)
+    >>> values = rng.standard_normal((300, 20))
+    >>> values[[3, 40]] = -y + 0.05 * rng.standard_normal((2, 20))
+    >>> method = AuthorsLasso(tail_fraction=0.01, lasso_alpha=0.1, n_permutations=99)
+    >>> [sig] = method.extract(values, y[:, None], names=["b"])
+    >>> sig.method, sig.units.tolist(), sig.coef.round(3).tolist()  # largest |coef| first
+    ('lasso', [40, 3], [-0.566, -0.184])
+    >>> sig.calibration.adjusted_p.tolist()  # the marginal max-T pass of n_permutations
+    [0.01, 0.01]
+    """
+
+    name: ClassVar[str] = "lasso"
+    fits_coefficients: ClassVar[bool] = True
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
+        "tail_fraction": [Interval(float, 0.0, None)],
+        "ranking": [Options(RANKINGS)],
+        "lasso_alpha": [Interval(float, 0.0, None, closed="neither")],
+        "n_permutations": [None, Interval(int, 0, None)],
+        "alpha": [Interval(float, 0.0, 1.0, closed="neither")],
+        "shared_null": [bool],
+        "buffer_units": [Interval(int, 1, None)],
+    }
+
+    tail_fraction: float = 1e-6
+    ranking: str = "average"
+    lasso_alpha: float = 0.01
+    n_permutations: int | None = None
+    alpha: float = 0.05
+    shared_null: bool = False
+    buffer_units: int = 1024
+
+    def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Signature]:
+        names, chunk_units = run.names, run.chunk_units
+        for b, name in enumerate(names):
+            check_benchmark(scores[:, b], name)
+        values_src = values_source(source, run.nll_arrays)
+        fits = lasso_signatures(
+            source,
+            scores,
+            lambda units: gather_units(values_src, units),
+            tail_fraction=self.tail_fraction,
+            ranking=self.ranking,
+            lasso_alpha=self.lasso_alpha,
+            chunk_units=chunk_units,
+            names=names,
+        )
+        p = self.n_permutations or 0
+        cals = (
+            calibrated_signatures(
+                source,
+                scores,
+                method="calibrated-marginal",
+                n_permutations=p,
+                alpha=self.alpha,
+                shared_null=self.shared_null,
+                two_sided=True,
+                seed=run.seed,
+                buffer_units=self.buffer_units,
+                chunk_units=chunk_units,
+            )
+            if p
+            else None
+        )
+        out = []
+        for b, fit in enumerate(fits):
+            sig = Signature(
+                benchmark=names[b],
+                units=fit.units,
+                models_used=fit.models_used,
+                method=self.name,
+                coef=fit.coef,
+                candidates=fit.candidates,
+                extra={"lasso": fit.extra},
+            )
+            if cals is not None:
+                models = fit.models_used
+                vals = gather_units(values_src, fit.units)[models].T  # (k, m_b)
+                stat = (
+                    thrush_correlation(vals, scores[models, b])
+                    if fit.units.size
+                    else np.zeros(0, dtype=np.float64)
+                )
+                sig.calibration = _recalibrated(cals[b].calibration, fit.units, stat)
+            out.append(sig)
+        return out

@@ -12,11 +12,12 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.signatures._method import SignatureMethod
 
 
 @dataclass(frozen=True)
 class SignatureSettings:
-    """Options of :func:`extract_signatures` that define a set of signatures.
+    """The method and the options that define a set of signatures.
 
     Attributes
     ----------
@@ -27,14 +28,10 @@ class SignatureSettings:
         The rank statistic that orders candidates (aic / bic / ebic).
     two_sided : bool
         Rank candidates / test by ``|statistic|`` (default) rather than its signed value.
-    criterion : {"aic", "bic", "ebic"}
-        Stage-2 stopping rule; it names the method when ``method`` is None (settings
-        saved before ``method`` existed read back as the forward selection they were).
     gamma : float
         EBIC's γ.
-    method : str or None
-        ``"calibrated" | "calibrated-marginal" | "lasso" | "aic" | "bic" | "ebic"``
-        (None: ``criterion``).
+    method : str
+        A mode of :data:`~sigmap_lib.signatures.SIGNATURE_METHODS`.
     alpha : float
         Family-wise error level of the max-T threshold.
     shared_null : bool
@@ -42,32 +39,31 @@ class SignatureSettings:
     tail_fraction, ranking, lasso_alpha :
         The Lasso's candidate tails, tie rule and penalty.
 
-    The number of permutations is not part of the settings: it sets the precision of the
-    calibration, not what a signature is (the caller passes ``n_permutations``).
+    Each method takes the fields that are its parameters (:meth:`method_params`); the
+    others are kept so that a variant with another method (the robustness table) reads the
+    same screening. The number of permutations is not part of the settings: it sets the
+    precision of the calibration, not what a signature is (the caller passes
+    ``n_permutations``).
 
     Examples
     --------
     >>> from sigmap_lib.signatures import SignatureSettings
-    >>> s = SignatureSettings(k=200, statistic="thrush", two_sided=True, criterion="bic")
-    >>> s.to_dict()["criterion"], s.resolved_method
-    ('bic', 'bic')
+    >>> s = SignatureSettings(k=200, statistic="thrush", two_sided=True, method="bic")
+    >>> s.method_params()
+    {'k': 200, 'statistic': 'thrush', 'two_sided': True, 'alpha': 0.05}
     >>> SignatureSettings.from_dict(s.to_dict()) == s
     True
-    >>> s.extract_kwargs()["criterion"], "method" in s.extract_kwargs()
-    ('bic', False)
-    >>> c = SignatureSettings(k=200, method="calibrated", shared_null=True)
-    >>> c.resolved_method, c.extract_kwargs()["method"], "criterion" in c.extract_kwargs()
-    ('calibrated', 'calibrated', False)
-    >>> SignatureSettings.from_dict({"k": 50, "criterion": "aic"}).resolved_method  # older
-    'aic'
+    >>> SignatureSettings(k=200, shared_null=True).method_params()  # the calibrated default
+    {'two_sided': True, 'alpha': 0.05, 'shared_null': True}
+    >>> SignatureSettings(k=200, method="ebic").method_object(n_permutations=5)
+    ForwardEBIC(k=200, n_permutations=5)
     """
 
     k: int
     statistic: str = "thrush"
     two_sided: bool = True
-    criterion: str = "aic"
     gamma: float = 0.5
-    method: str | None = None
+    method: str = "calibrated"
     alpha: float = 0.05
     shared_null: bool = False
     tail_fraction: float = 1e-6
@@ -75,14 +71,14 @@ class SignatureSettings:
     lasso_alpha: float = 0.01
 
     def __post_init__(self) -> None:
-        from sigmap_lib.signatures._signature import resolve_method
-
-        resolve_method(self.method, self.criterion if self.method is None else None)
+        self.method_object()  # an unknown method or a parameter out of range: one line
 
     @property
-    def resolved_method(self) -> str:
-        """The signature method these settings select."""
-        return self.method if self.method is not None else self.criterion
+    def method_class(self) -> type[SignatureMethod]:
+        """The class of :attr:`method`."""
+        from sigmap_lib.signatures._signature import method_class
+
+        return method_class(self.method)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-able form (stored in each signature's summary)."""
@@ -94,20 +90,22 @@ class SignatureSettings:
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
-            raise SigmapInputError(f"{what}: unknown field(s) {unknown}; known: {sorted(names)}")
+            raise SigmapInputError(
+                f"{what}: unknown field(s) {unknown} (known: {sorted(names)}): stored by "
+                "another sigmap version; re-materialize the signatures (or delete the "
+                "storage root)"
+            )
         if "k" not in data:
             raise SigmapInputError(f"{what}: missing field 'k'")
         return cls(**data)
 
-    def extract_kwargs(self) -> dict[str, Any]:
-        """Keyword arguments of :func:`sigmap_lib.signatures.extract_signatures`.
+    def method_params(self) -> dict[str, Any]:
+        """The fields that are parameters of :attr:`method`."""
+        return self.method_class.select_params(self.to_dict())
 
-        ``method`` when set (then ``criterion`` is left out: it only names forward
-        selection), else ``criterion`` as before.
-        """
-        out = self.to_dict()
-        if self.method is None:
-            del out["method"]
-        else:
-            del out["criterion"]
-        return out
+    def method_object(self, **options: Any) -> SignatureMethod:
+        """The method built from :meth:`method_params` and ``options`` (the caller's
+        precision and extras: ``n_permutations``, ``strata``, ...)."""
+        from sigmap_lib.signatures._signature import signature_method
+
+        return signature_method(self.method, **(self.method_params() | options))

@@ -12,7 +12,7 @@ import numpy as np
 
 from sigmap_lib.inputs import ModelMatrix, read_perplexity_correlations
 from sigmap_lib.overlap import OverlapMatrix, group_test, performance_overlap, signature_overlap
-from sigmap_lib.signatures import extract_signatures
+from sigmap_lib.signatures import extract_signatures, method_class
 
 #: ObsScaling's base-model table (``shared/data/leaderboard``) and its benchmark columns
 OBSCALING_FILE = "obscaling_base_llm_benchmark_eval.csv"
@@ -112,7 +112,7 @@ def real_data_null(
     any_hit = 0
     n_docs = 0
     kw: dict[str, Any] = {"method": method}
-    if method == "calibrated":
+    if method_class(method).calibrated:
         kw["n_permutations"] = n_permutations
     for run in range(runs):
         ys = null_scores(kind, y, ghat, rng)

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.inputs import read_perplexity_correlations
-from sigmap_lib.signatures import extract_signatures
+from sigmap_lib.signatures import extract_signatures, method_class
 
 
 def real_model_signatures(
@@ -96,7 +96,10 @@ def real_model_signatures(
                 "n_documents": int(s.units.size),
                 "documents": [mm.unit_ids[int(u)] for u in s.units],
             }
-            if s.calibration is not None and k.startswith("calibrated"):
+            if (
+                s.calibration is not None
+                and method_class(runs[k].get("method", "calibrated")).calibrated
+            ):
                 entry["threshold"] = s.calibration.threshold
                 entry["n_distinct_permutations"] = float(s.calibration.n_distinct_permutations)
             row[k] = entry

@@ -576,7 +576,7 @@ def planted_recovery(
     ... )
     >>> sigs = extract_signatures(
     ...     world.nll_arrays(), world.scores, benchmark_names=world.benchmarks, k=10,
-    ...     criterion="bic",
+    ...     method="bic",
     ... )
     >>> [(s.benchmark, s.units.tolist()) for s in sigs]
     [('math_ai2_00', [289, 177, 488]), ('coding_ai2_01', [0, 256])]

@@ -196,7 +196,7 @@ def signature_overlap(
         unit_nbytes=inputs.corpus.unit_nbytes,
         bpb_mean=inputs.ranks.bpb_mean,
         bpb_sd=inputs.ranks.bpb_sd,
-        extract_kwargs=inputs.settings.extract_kwargs() | inputs.options,
+        method=inputs.settings.method_object(**inputs.options),
         no_signature=inputs.no_signature,
         n_permutations=config.n_permutations,
         n_bootstrap=config.n_bootstrap,

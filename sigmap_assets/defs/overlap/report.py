@@ -111,7 +111,7 @@ def robustness_and_alignment(
             unit_nbytes=corpus.unit_nbytes,
             bpb_mean=ranks.bpb_mean,
             bpb_sd=ranks.bpb_sd,
-            extract_kwargs=inputs.settings.extract_kwargs() | inputs.options,
+            extract_kwargs=inputs.settings.to_dict() | inputs.options,
             methods=("calibrated", "aic", "lasso"),
             main_signatures=inputs.signed,
             corpus_split=corpus_half_split(corpus.unit_doc),

@@ -306,7 +306,9 @@ class SignatureConfig(SigmapConfig):
     n_bootstrap: int = 50
     """Bootstrap resamples of models for per-unit selection frequencies (aic / bic / ebic)."""
     n_permutations: int = 19
-    """Forward selection's permutation null (aic / bic / ebic)."""
+    """Permutations of the uncalibrated methods: forward selection's permutation null
+    (aic / bic / ebic) and the marginal max-T pass that gives the Lasso's units their
+    adjusted p-values."""
     context_units: int = 20
     """Units of left context stored with each signature unit (the report shows them)."""
     seed: int = 0
@@ -321,21 +323,17 @@ class SignatureConfig(SigmapConfig):
     all units of all benchmarks together ("all", one shared set of model permutations)."""
 
 
-def extract_options(config: SignatureConfig, settings, strata=None) -> dict:
-    """extract_signatures' arguments beyond the saved settings: the precision and extras of
-    each method family (permutations, LOO R², bootstrap; strata and error scope)."""
-    if settings.resolved_method.startswith("calibrated"):
-        extra = {"strata": strata} if settings.resolved_method == "calibrated" else {}
-        base = {"n_permutations": config.permutations, "seed": config.seed, "fwer": config.fwer}
-        return base | extra
-    if settings.resolved_method == "lasso":
-        return {"seed": config.seed}
-    return {
+def extract_options(config: SignatureConfig, method, strata=None) -> dict:
+    """The method's options beyond the saved settings, those it takes: the precision and
+    extras (permutations, LOO R², bootstrap, strata, error scope)."""
+    options = {
+        "n_permutations": config.permutations if method.calibrated else config.n_permutations,
         "loo": config.loo,
         "n_bootstrap": config.n_bootstrap,
-        "n_permutations": config.n_permutations,
-        "seed": config.seed,
+        "strata": strata,
+        "fwer": config.fwer,
     }
+    return method.select_params(options)
 
 
 @dg.asset(
@@ -362,12 +360,14 @@ def signatures(
     calibration (threshold, null sample); the paper's modes (aic / bic / ebic, lasso) are
     the `method` option."""
     from sigmap_lib.errors import SigmapInputError
-    from sigmap_lib.signatures import check_calibrated_models
+    from sigmap_lib.signatures import method_class
 
+    method = method_class(config.method)
     state = StoredState.read(storage)
     cur, requested = state.current, list(context.partition_keys)
     screened = {k: state.stored_screen(k) for k in requested}
     y_all = state.score_matrix(requested)
+    strata = state.model_strata(config.strata or world.strata())
     stale = [k for k, v in screened.items() if v["ranks_dir"] != cur.identity]
     if stale:
         raise dg.Failure(
@@ -375,32 +375,24 @@ def signatures(
             "re-materialize screened_candidates first"
         )
     skipped = {k: v["skipped"] for k, v in screened.items() if "skipped" in v}
-    for j, key in enumerate(requested if config.method == "calibrated" else []):
-        try:  # the calibrated test refuses benchmarks scored by too few models
-            check_calibrated_models(int(np.isfinite(y_all[:, j]).sum()), name=key)
+    for j, key in enumerate(requested):
+        try:  # a method refuses benchmarks scored by too few models for it
+            method.check_models(int(np.isfinite(y_all[:, j]).sum()), name=key)
         except SigmapInputError as exc:
             skipped.setdefault(key, str(exc))
-    for key, reason in skipped.items():
-        empty = pl.DataFrame(schema=UNIT_SCHEMA)
-        write_parquet(empty, state.layout.signature_units(key))
-        context.add_asset_metadata(table_metadata(empty), partition_key=key)
-        write_json(
-            {"benchmark": key, "skipped": reason, "units": [], "ranks_dir": cur.identity},
-            state.layout.signature_summary(key),
-        )
     keys = [k for k in requested if k not in skipped]
+    opened = state.open_current() if keys else None
+    y = y_all[:, [requested.index(k) for k in keys]]
+    stored, tables = extract_and_store(state, config, keys, screened, y, strata, opened, skipped)
+    for key, table in tables.items():
+        context.add_asset_metadata(table, partition_key=key)
     if not keys:
         return dg.MaterializeResult(
             metadata={"benchmarks": 0, "not_screened": dg.MetadataValue.json(skipped)}
         )
-    strata = state.model_strata(config.strata or world.strata())
-    opened = state.open_current()
-    y = y_all[:, [requested.index(k) for k in keys]]
-    stored = extract_and_store(state, config, keys, screened[keys[0]], y, strata, opened)
-    rows = [r for r, *_ in stored]
-    plots = [p for _, _, p, _ in stored if p is not None][:12]  # the UI shows the first 12
-    for key, (*_, table) in zip(keys, stored):
-        context.add_asset_metadata(table, partition_key=key)
+    rows = [signature_row(key, sig, summary) for key, sig, summary, _, _ in stored]
+    mds = [signature_md(key, sig, units) for key, sig, _, units, _ in stored]
+    plots = [p for *_, p in stored if p is not None][:12]  # the UI shows the first 12
     return dg.MaterializeResult(
         metadata={
             "benchmarks": len(keys),
@@ -408,7 +400,7 @@ def signatures(
             "method": config.method,
             "empty": dg.MetadataValue.json([r["benchmark"] for r in rows if r["units"] == 0]),
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
-            "signatures": dg.MetadataValue.md("\n\n".join(t for _, t, *_ in stored)),
+            "signatures": dg.MetadataValue.md("\n\n".join(mds)),
             "null_plots": dg.MetadataValue.md(
                 "\n\n".join(image_md(p) for p in plots) or "_(none)_"
             ),
@@ -418,44 +410,48 @@ def signatures(
 
 
 def extract_and_store(
-    state: StoredState, config: SignatureConfig, keys, screen: dict, y, strata, opened
-) -> list[tuple]:
-    """Extract the signatures of ``keys`` (settings from their ``screen`` and ``config``),
-    write each one (units in context, summary, null plot); per benchmark
-    its UI row, markdown, plot (or None) and table metadata."""
+    state: StoredState, config: SignatureConfig, keys, screened: dict, y, strata, opened, skipped
+) -> tuple[list[tuple], dict]:
+    """Extract the signatures of ``keys`` (settings from their screens and ``config``) and
+    write each one (units in context, summary, null plot), then the skipped benchmarks'
+    empty signatures with their reasons. Returns per extracted benchmark its key,
+    signature, stored summary, units in context and null plot (or None), and every written
+    benchmark's table metadata."""
     from sigmap_lib.reporting import null_threshold_plot
     from sigmap_lib.signatures import SignatureSettings, extract_signatures, signature_table
 
+    layout, cur = state.layout, state.current
+    screen = screened[(keys or list(screened))[0]]
     settings = SignatureSettings(
         k=screen["k"],
         statistic=screen["statistic"],
         two_sided=screen["two_sided"],
-        criterion=config.method if config.method in ("aic", "bic", "ebic") else "aic",
         gamma=config.gamma,
         method=config.method,
         alpha=config.alpha,
         shared_null=config.shared_null,
     )
     strata_column, labels = strata
-    sigs = extract_signatures(
-        opened.ranks,
-        y,
-        nll_arrays=opened.nll_arrays,
-        benchmark_names=keys,
-        **settings.extract_kwargs(),
-        **extract_options(config, settings, labels),
-    )
+    method = settings.method_object(**extract_options(config, settings.method_class, labels))
+    sigs = []
+    if keys:
+        sigs = extract_signatures(
+            opened.ranks,
+            y,
+            method=method,
+            nll_arrays=opened.nll_arrays,
+            benchmark_names=keys,
+            seed=config.seed,
+        )
     extras = {
         "settings": settings.to_dict(),
         "strata": strata_column,
         "strata_labels": None if labels is None else labels.tolist(),
         "fwer": config.fwer,
     }
-    corpus = opened.corpus
-    layout, cur = state.layout, state.current
-    out = []
+    out, tables = [], {}
     for key, sig in zip(keys, sigs):
-        units = signature_table(sig, corpus, n_left=config.context_units)
+        units = signature_table(sig, opened.corpus, n_left=config.context_units)
         summary = sig.summary() | {
             "ranks_dir": cur.identity,
             "models": list(cur.models),
@@ -474,6 +470,14 @@ def extract_and_store(
         table = pl.DataFrame(units, schema=UNIT_SCHEMA)
         write_parquet(table, layout.signature_units(key))
         write_json(summary, layout.signature_summary(key))
-        row, md = signature_row(key, sig, summary), signature_md(key, sig, units)
-        out.append((row, md, png, table_metadata(table)))
-    return out
+        out.append((key, sig, summary, units, png))
+        tables[key] = table_metadata(table)
+    for key, reason in skipped.items():
+        empty = pl.DataFrame(schema=UNIT_SCHEMA)
+        write_parquet(empty, layout.signature_units(key))
+        write_json(
+            {"benchmark": key, "skipped": reason, "units": [], "ranks_dir": cur.identity},
+            layout.signature_summary(key),
+        )
+        tables[key] = table_metadata(empty)
+    return out, tables

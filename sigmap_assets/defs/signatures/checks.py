@@ -56,17 +56,19 @@ def candidates_valid(
 
 def signature_problems(s: dict) -> str | None:
     """What is wrong with one stored signature summary (None when nothing is)."""
-    method = s.get("method", s.get("criterion", "aic"))
+    from sigmap_lib.signatures import method_class
+
+    method = method_class(s["method"])
     units = s["units"]
     coef = np.asarray([np.nan if c is None else c for c in s["coef"]], dtype=float)
     if len(coef) != len(units):
         return f"{len(coef)} coefficients for {len(units)} units"
-    if method in ("aic", "bic", "ebic", "lasso") and units and not np.all(np.isfinite(coef)):
+    if method.fits_coefficients and units and not np.all(np.isfinite(coef)):
         return "non-finite coefficients"
     if "r2" in s and units and not (0.0 <= s["r2"] <= 1.0 + 1e-9):
         return f"R² {s['r2']} outside [0, 1]"
     cal = s.get("calibration")
-    if method.startswith("calibrated"):
+    if method.calibrated:
         if not cal:
             return "no stored calibration"
         null = np.asarray([np.nan if v is None else v for v in cal["null_max"]], dtype=float)

@@ -15,8 +15,9 @@ from sigmap_lib.worlds import hard_world
 
 def _summaries(**kw) -> dict:
     w = hard_world("families", 20, 600, np.random.default_rng(3), n_benchmarks=2)
-    strata = w.strata if kw.pop("strata", False) else None
-    sigs = extract_signatures(w.values, w.scores, n_permutations=99, strata=strata, **kw)
+    if kw.pop("strata", False):
+        kw["strata"] = w.strata
+    sigs = extract_signatures(w.values, w.scores, n_permutations=99, **kw)
     return {f"b{i}": s.summary() for i, s in enumerate(sigs)}
 
 

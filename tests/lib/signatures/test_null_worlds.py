@@ -137,7 +137,7 @@ def test_strata_permute_within_strata_and_are_recorded() -> None:
         not plain.calibration.controlled_for_strata
         and plain.summary()["calibration"]["strata"] is None
     )
-    with pytest.raises(SigmapInputError, match="strata= is an option of method='calibrated'"):
+    with pytest.raises(SigmapInputError, match="method='aic' does not take strata"):
         extract_signatures(w.values, w.scores, method="aic", strata=w.strata)
     with pytest.raises(SigmapInputError, match="3 labels for 24 models"):
         extract_signatures(w.values, w.scores, strata=["a", "b", "c"])

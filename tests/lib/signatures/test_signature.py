@@ -56,7 +56,7 @@ def test_gather_units_reads_exactly_the_requested_units(tmp_path) -> None:
 @pytest.mark.parametrize("criterion", ["aic", "ebic"])
 def test_extract_signature_equals_hand_composed_pipeline(tmp_path, criterion: str) -> None:
     v, y, planted = _planted(1)
-    sig = extract_signature(v, y, k=40, criterion=criterion)
+    sig = extract_signature(v, y, k=40, method=criterion)
     cand = _top_by_full_sort(v, y, 40)
     np.testing.assert_array_equal(sig.candidates, cand)
     ref = forward_select(v[cand].T, y, criterion)
@@ -74,17 +74,17 @@ def test_extract_signature_equals_hand_composed_pipeline(tmp_path, criterion: st
         chunk_units=400,
     )
     sig2 = extract_signature(
-        store, y, nll_arrays=[v[:, j] for j in range(m)], k=40, criterion=criterion
+        store, y, nll_arrays=[v[:, j] for j in range(m)], k=40, method=criterion
     )
     np.testing.assert_array_equal(sig2.units, sig.units)
     with pytest.raises(SigmapInputError, match="nll_arrays"):
-        extract_signature(store, y, k=40, criterion="aic")
+        extract_signature(store, y, k=40, method="aic")
 
 
 def test_loo_r2_matches_manual_refit_of_the_whole_procedure() -> None:
     v, y, _ = _planted(2, d=600, m=12)
     y[4] = np.nan  # an unscored model is left out everywhere
-    sig = extract_signature(v, y, k=15, criterion="bic", loo=True)
+    sig = extract_signature(v, y, k=15, method="bic", loo=True)
     avail = np.flatnonzero(~np.isnan(y))
     pred = np.full(len(y), np.nan)
     for i in avail:
@@ -102,7 +102,7 @@ def test_loo_r2_matches_manual_refit_of_the_whole_procedure() -> None:
 
 def test_bootstrap_and_null_calibration() -> None:
     v, y, _ = _planted(3)
-    sig = extract_signature(v, y, k=30, criterion="ebic", n_bootstrap=20, n_permutations=19, seed=1)
+    sig = extract_signature(v, y, k=30, method="ebic", n_bootstrap=20, n_permutations=19, seed=1)
     assert sig.bootstrap_frequency is not None
     assert sig.bootstrap_frequency.shape == sig.units.shape
     assert np.all((sig.bootstrap_frequency >= 0) & (sig.bootstrap_frequency <= 1))
@@ -120,9 +120,7 @@ def test_bootstrap_and_null_calibration() -> None:
     assert null.best_strength[0] == pytest.approx(t.max())
     s = sig.summary()
     assert s["null"]["n_permutations"] == 19 and s["units"] == sig.units.tolist()
-    again = extract_signature(
-        v, y, k=30, criterion="ebic", n_bootstrap=20, n_permutations=19, seed=1
-    )
+    again = extract_signature(v, y, k=30, method="ebic", n_bootstrap=20, n_permutations=19, seed=1)
     np.testing.assert_array_equal(again.bootstrap_frequency, sig.bootstrap_frequency)
 
 
@@ -131,8 +129,8 @@ def test_multi_benchmark_single_pass_equals_separate_runs() -> None:
     rng = np.random.default_rng(9)
     y2 = np.column_stack([y, rng.standard_normal(len(y))])
     y2[0, 1] = np.nan
-    both = extract_signatures(v, y2, benchmark_names=["a", "b"], k=20, criterion="bic")
+    both = extract_signatures(v, y2, benchmark_names=["a", "b"], k=20, method="bic")
     assert [s.benchmark for s in both] == ["a", "b"]
     for b in range(2):
-        one = extract_signature(v, y2[:, b], k=20, criterion="bic")
+        one = extract_signature(v, y2[:, b], k=20, method="bic")
         np.testing.assert_array_equal(both[b].units, one.units)

@@ -1,0 +1,104 @@
+"""A signature method registered by a user runs through the graph: one class and one table
+row, then the `method` option of the signatures asset selects it, its blocking check judges
+it by its class attributes, and the signature level's null re-extracts with it."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import numpy as np
+import pytest
+
+from sigmap_lib.signatures import (
+    SIGNATURE_METHODS,
+    Interval,
+    Signature,
+    SignatureMethod,
+    register_method,
+    screen,
+)
+from tests.assets.harness import Project
+
+pytestmark = pytest.mark.slow
+
+
+class StrongestUnits(SignatureMethod):
+    """A toy method: each benchmark's ``n`` units of largest |Thrush correlation|."""
+
+    name: ClassVar[str] = "toy-strongest"
+    reads_values: ClassVar[bool] = False
+    _parameter_constraints: ClassVar[dict[str, list[Any]]] = {"n": [Interval(int, 1, None)]}
+
+    def __init__(self, *, n: int = 3, two_sided: bool = True) -> None:
+        self.n = n
+        self.two_sided = two_sided
+
+    def _extract(self, source, scores, run):
+        found = screen(
+            source,
+            scores,
+            k=self.n,
+            two_sided=self.two_sided,
+            chunk_units=run.chunk_units,
+            benchmark_names=run.names,
+        )
+        used = ~np.isnan(scores)
+        return [
+            Signature(name, r.indices, used[:, b], method=self.name)
+            for b, (name, r) in enumerate(zip(run.names, found))
+        ]
+
+
+@pytest.fixture
+def toy_method() -> Iterator[type[SignatureMethod]]:
+    register_method(StrongestUnits)
+    yield StrongestUnits
+    del SIGNATURE_METHODS[StrongestUnits.name]
+
+
+def test_a_registered_method_runs_through_the_graph(project: Project, toy_method) -> None:
+    project.through("screening")
+    config = {"method": toy_method.name}
+    res = project.materialize(
+        ["signatures"],
+        prange=project._brange(),
+        run_config={"ops": {"signatures": {"config": config}}},
+    )
+    checks = res.get_asset_check_evaluations()
+    assert checks and all(c.passed for c in checks), [c.metadata for c in checks]
+    layout = project.storage.layout
+    keys = project.keys("benchmarks")
+    for k in keys:
+        s = json.loads(layout.signature_summary(k).read_text())
+        assert s["method"] == toy_method.name and len(s["units"]) == 3, s
+        assert s["settings"]["method"] == toy_method.name
+        assert s["calibration"] is None
+    res = project.materialize(
+        ["signature_overlap"],
+        run_config={
+            "ops": {"signature_overlap": {"config": {"n_permutations": 3, "n_bootstrap": 10}}}
+        },
+    )
+    assert res.success
+    npz = np.load(layout.overlap_arrays("signature"))
+    assert sorted(npz["labels"].tolist()) == sorted(keys)
+    assert np.isfinite(npz["values"]).all()  # every pair: each signature has its 3 units
+
+
+def test_an_unknown_method_fails_the_asset_with_one_line(project: Project) -> None:
+    project.through("screening")
+    res = project.materialize(
+        ["signatures"],
+        prange=project._brange(),
+        run_config={"ops": {"signatures": {"config": {"method": "stepwise"}}}},
+        raise_on_error=False,
+    )
+    assert not res.success
+    text = " ".join(
+        e.event_specific_data.error.to_string()
+        for e in res.all_events
+        if e.event_type_value == "STEP_FAILURE"
+    )
+    assert "unknown signature method 'stepwise'; known: calibrated" in text
