@@ -19,17 +19,18 @@ Requests of one tick run in dependency order; with ``lanes`` > 1, every request 
 requested upstream assets are done runs at once with others (up to ``lanes``). A failing
 partition (a cell, a shard) fails alone; a failing unpartitioned asset or benchmark range
 blocks what is downstream of it until a later request of it succeeds. Either way the run
-goes to the end and the summary is printed; full error reports go to ``<storage>/.sigmap/logs/`` and
-only their last line to the console. What the world cannot support is *skipped* by the
+goes to the end and the summary is printed; full error reports go to
+``<storage>/.sigmap/logs/`` and only their last line to the console. What the world cannot support is *skipped* by the
 assets themselves, with a reason (:mod:`sigmap_assets.skips`), and listed in the summary.
 
 Runners started together on one storage root share the work: a tick's requests go on a
 *board* in the instance's key-value store (:class:`~sigmap_assets.runboard.Board`), each
-request is claimed by one runner, and the conditions are evaluated again only when no request of the graph is left on
-the board, so nothing is computed twice. Every read-modify-write of the shared state (the
-board, the automation and sensor cursors, the world root) happens under one advisory file
-lock (:meth:`GraphRunner._locked`). A request claimed, or a run left in progress, by a process
-of this host that has ended is dropped, its run marked failed (:meth:`GraphRunner._recover`).
+request is claimed by one runner, and the conditions are evaluated again only when no
+request of the graph is left on the board, so nothing is computed twice. Every
+read-modify-write of the shared state (the board, the automation and sensor cursors, the
+world root) happens under one advisory file lock (:meth:`GraphRunner._locked`). A request
+claimed, or a run left in progress, by a process of this host that has ended is dropped,
+its run marked failed (:meth:`GraphRunner._recover`).
 """
 
 from __future__ import annotations
