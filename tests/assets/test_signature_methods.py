@@ -102,3 +102,23 @@ def test_an_unknown_method_fails_the_asset_with_one_line(project: Project) -> No
         if e.event_type_value == "STEP_FAILURE"
     )
     assert "unknown signature method 'stepwise'; known: calibrated" in text
+
+
+def test_a_request_of_only_skipped_benchmarks_stores_their_reasons(project: Project) -> None:
+    """A benchmark that screening skipped (as it writes it: no candidates, the reason), run
+    alone: the signature stores the reason and the run succeeds."""
+    from sigmap_assets.tables import write_json
+
+    project.through("screening")
+    layout = project.storage.layout
+    key = project.keys("benchmarks")[0]
+    screen = json.loads(layout.screening_summary(key).read_text())
+    why = "only 3 scored models; screening needs >= 4"
+    write_json(
+        {"benchmark": key, "skipped": why, "ranks_dir": screen["ranks_dir"]},
+        layout.screening_summary(key),
+    )
+    res = project.materialize(["signatures"], partition=key)
+    assert res.success
+    s = json.loads(layout.signature_summary(key).read_text())
+    assert s["skipped"] == why and s["units"] == []

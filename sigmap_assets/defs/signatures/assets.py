@@ -409,19 +409,12 @@ def signatures(
     )
 
 
-def extract_and_store(
-    state: StoredState, config: SignatureConfig, keys, screened: dict, y, strata, opened, skipped
-) -> tuple[list[tuple], dict]:
-    """Extract the signatures of ``keys`` (settings from their screens and ``config``) and
-    write each one (units in context, summary, null plot), then the skipped benchmarks'
-    empty signatures with their reasons. Returns per extracted benchmark its key,
-    signature, stored summary, units in context and null plot (or None), and every written
-    benchmark's table metadata."""
-    from sigmap_lib.reporting import null_threshold_plot
-    from sigmap_lib.signatures import SignatureSettings, extract_signatures, signature_table
+def extract(config: SignatureConfig, keys, screened: dict, y, strata, opened) -> tuple:
+    """The signatures of ``keys`` (settings from their screens and ``config``) and the
+    settings stored with each."""
+    from sigmap_lib.signatures import SignatureSettings, extract_signatures
 
-    layout, cur = state.layout, state.current
-    screen = screened[(keys or list(screened))[0]]
+    screen = screened[keys[0]]
     settings = SignatureSettings(
         k=screen["k"],
         statistic=screen["statistic"],
@@ -433,22 +426,36 @@ def extract_and_store(
     )
     strata_column, labels = strata
     method = settings.method_object(**extract_options(config, settings.method_class, labels))
-    sigs = []
-    if keys:
-        sigs = extract_signatures(
-            opened.ranks,
-            y,
-            method=method,
-            nll_arrays=opened.nll_arrays,
-            benchmark_names=keys,
-            seed=config.seed,
-        )
+    sigs = extract_signatures(
+        opened.ranks,
+        y,
+        method=method,
+        nll_arrays=opened.nll_arrays,
+        benchmark_names=keys,
+        seed=config.seed,
+    )
     extras = {
         "settings": settings.to_dict(),
         "strata": strata_column,
         "strata_labels": None if labels is None else labels.tolist(),
         "fwer": config.fwer,
     }
+    return sigs, extras
+
+
+def extract_and_store(
+    state: StoredState, config: SignatureConfig, keys, screened: dict, y, strata, opened, skipped
+) -> tuple[list[tuple], dict]:
+    """Extract the signatures of ``keys`` (settings from their screens and ``config``) and
+    write each one (units in context, summary, null plot), then the skipped benchmarks'
+    empty signatures with their reasons. Returns per extracted benchmark its key,
+    signature, stored summary, units in context and null plot (or None), and every written
+    benchmark's table metadata."""
+    from sigmap_lib.reporting import null_threshold_plot
+    from sigmap_lib.signatures import signature_table
+
+    layout, cur = state.layout, state.current
+    sigs, extras = extract(config, keys, screened, y, strata, opened) if keys else ([], {})
     out, tables = [], {}
     for key, sig in zip(keys, sigs):
         units = signature_table(sig, opened.corpus, n_left=config.context_units)
