@@ -54,7 +54,6 @@ from ._signature import (
     extract_signature,
     extract_signatures,
     method_class,
-    method_options,
     register_method,
     signature_method,
 )
@@ -118,7 +117,6 @@ __all__ = [
     "merge_null_maxima",
     "merge_screen",
     "method_class",
-    "method_options",
     "models_needed",
     "partial_key",
     "pooled_strata",

@@ -44,23 +44,13 @@ class Interval:
     closed: str = "both"  # "both" | "left" | "right" | "neither"
 
     def accepts(self, value: Any) -> bool:
-        integral = isinstance(value, numbers.Integral) and not isinstance(value, bool)
-        if self.kind is int and not integral:
+        kind = numbers.Integral if self.kind is int else numbers.Real
+        if isinstance(value, bool) or not isinstance(value, kind) or not np.isfinite(value):
             return False
-        if self.kind is float and not (integral or isinstance(value, numbers.Real)):
-            return False
-        if isinstance(value, bool):
-            return False
-        v = float(value)
-        if not np.isfinite(v):
-            return False
-        lo_ok = self.low is None or (
-            v >= self.low if self.closed in ("both", "left") else v > self.low
-        )
-        hi_ok = self.high is None or (
-            v <= self.high if self.closed in ("both", "right") else v < self.high
-        )
-        return lo_ok and hi_ok
+        closed_low, closed_high = self.closed in ("both", "left"), self.closed in ("both", "right")
+        lo_ok = self.low is None or (value >= self.low if closed_low else value > self.low)
+        hi_ok = self.high is None or (value <= self.high if closed_high else value < self.high)
+        return bool(lo_ok and hi_ok)
 
     def __str__(self) -> str:
         what = "an integer" if self.kind is int else "a number"

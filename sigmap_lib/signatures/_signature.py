@@ -10,7 +10,7 @@ here (:func:`register_method` adds one at run time); docs/DEVELOPING.md shows it
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -244,16 +244,3 @@ def extract_signature(source: Any, scores: Any, **kwargs: Any) -> Signature:
     if y.ndim != 1:
         raise SigmapInputError(f"extract_signature takes (n_models,) scores, got {y.shape}")
     return extract_signatures(source, y, **kwargs)[0]
-
-
-def method_options(method: str | SignatureMethod, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The entries of ``options`` that ``method`` takes (see
-    :meth:`SignatureMethod.select_params`).
-
-    Examples
-    --------
-    >>> from sigmap_lib.signatures import method_options
-    >>> method_options("aic", {"k": 10, "strata": None, "alpha": 0.05})
-    {'k': 10, 'alpha': 0.05}
-    """
-    return method_class(method).select_params(options)

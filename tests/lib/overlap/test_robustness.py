@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import spearmanr
 
 from sigmap_lib.overlap import signature_overlap, signature_robustness
-from sigmap_lib.signatures import extract_signatures, gather_units, method_options
+from sigmap_lib.signatures import extract_signatures, gather_units, method_class
 from sigmap_lib.worlds import SyntheticWorld, make_synthetic_world
 
 
@@ -38,7 +38,7 @@ def _main(data: SimpleNamespace, kw: dict) -> tuple[dict, object]:
     """The main signatures, extracted with ``kw``, and their overlap matrix."""
     values = np.stack(data.arrays, axis=1)
     method = kw["method"]
-    options = method_options(method, kw)  # the options of the main method only
+    options = method_class(method).select_params(kw)  # the main method's options only
     found = extract_signatures(values, data.y, method=method, benchmark_names=data.names, **options)
     sigs = {s.benchmark: s.units for s in found}
     read = lambda u: gather_units(data.arrays, u).T  # noqa: E731
