@@ -35,6 +35,7 @@ BENCHES = (
     "screening",
     "selection",
     "recovery",
+    "multires",
     "overlap",
     "metabench",
     "segmentation",

@@ -13,6 +13,7 @@ from ._max_t import (
     MIN_MODELS_CALIBRATED,
     MIN_RESIDUAL_DF,
     MIN_STRATUM_MODELS,
+    MIN_UNITS_CALIBRATED,
     SCORE_KNOTS,
     MaxTPartial,
     basis_shape,
@@ -40,6 +41,7 @@ from ._merge import (
     screen_partial,
 )
 from ._method import Interval, Options, Pass, SignatureMethod
+from ._multiresolution import CalibratedMultiResolution, group_sums, minp_adjusted
 from ._partial_store import PartialKey, partial_key, reuse_partial
 from ._result import NullCalibration, Signature, gather_units, unit_orientation
 from ._screening import ScreenResult, screen
@@ -77,11 +79,13 @@ __all__ = [
     "MIN_MODELS_CALIBRATED",
     "MIN_RESIDUAL_DF",
     "MIN_STRATUM_MODELS",
+    "MIN_UNITS_CALIBRATED",
     "SCORE_KNOTS",
     "SIGNATURE_METHODS",
     "STATISTICS",
     "AuthorsLasso",
     "CalibratedMarginal",
+    "CalibratedMultiResolution",
     "CalibratedPartial",
     "Calibration",
     "ForwardAIC",
@@ -111,12 +115,14 @@ __all__ = [
     "forward_select",
     "gather_units",
     "general_quality",
+    "group_sums",
     "max_t_threshold",
     "merge_histograms",
     "merge_max_t",
     "merge_null_maxima",
     "merge_screen",
     "method_class",
+    "minp_adjusted",
     "models_needed",
     "partial_key",
     "pooled_strata",

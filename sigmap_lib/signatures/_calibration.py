@@ -140,7 +140,9 @@ from sigmap_lib.signatures._max_t import (
     MIN_MODELS_CALIBRATED,
     MIN_RESIDUAL_DF,
     MIN_STRATUM_MODELS,
+    MIN_UNITS_CALIBRATED,
     Group,
+    _Design,
     build_design,
     distinct_permutations,
     max_t_pass,
@@ -423,11 +425,16 @@ def calibrated_signatures(
     fwer: str = "benchmark",
     names: Any = None,
     partial_statistic: str = "spearman",
+    quality_sums: tuple[np.ndarray, int] | None = None,
+    design: _Design | None = None,
 ) -> list[CalibratedResult]:
     """Max-T calibrated signatures of every column of ``y (m, B)`` (see module docstring).
 
     ``source`` holds per-unit values for ``"calibrated"`` (rank codes suffice for the
-    marginal test)."""
+    marginal test). ``quality_sums``: the per-model value sums and unit count that give
+    ``ĝ`` (default: from ``source``); ``design``: the scores' residuals and permutation
+    columns from :func:`calibrated_design` (default: built here), so that several sources
+    (the levels of a hierarchy) are tested with the same ones."""
     if method not in CALIBRATED_METHODS:
         raise SigmapInputError(f"calibrated method must be one of {CALIBRATED_METHODS}")
     if n_permutations < 1:
@@ -442,42 +449,22 @@ def calibrated_signatures(
         raise SigmapInputError(
             f"partial_statistic must be one of {PARTIAL_STATISTICS}, got {partial_statistic!r}"
         )
-    groups = per_mask_groups(y)
-    lab = None
-    if strata is not None:
-        lab = np.asarray(strata).reshape(-1)
-        if lab.size != y.shape[0]:
-            raise SigmapInputError(f"strata: {lab.size} labels for {y.shape[0]} models")
-        if method != "calibrated":
-            raise SigmapInputError("strata= is an option of method='calibrated'")
-    if fwer == "all" and len(groups) > 1:
-        raise SigmapInputError(
-            "fwer='all' shares one set of model permutations among all benchmarks, so every "
-            f"benchmark must be scored by the same models (here {len(groups)} different "
-            "model sets): drop the models without every score, or use fwer='benchmark'"
+    if design is None:
+        design = calibrated_design(
+            source,
+            y,
+            method=method,
+            n_permutations=n_permutations,
+            shared_null=shared_null,
+            two_sided=two_sided,
+            seed=seed,
+            chunk_units=chunk_units,
+            strata=strata,
+            fwer=fwer,
+            names=names,
+            partial_statistic=partial_statistic,
+            quality_sums=quality_sums,
         )
-    if method == "calibrated":
-        label = list(names) if names is not None else [f"#{b}" for b in range(y.shape[1])]
-        for mk, cols in groups:
-            check_calibrated_models(
-                int(mk.sum()), None if lab is None else lab[mk], label[int(cols[0])]
-            )
-    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
-    sums, d = value_sums(source, chunk_units) if method == "calibrated" else (None, 1)
-    design = build_design(
-        y,
-        sums,
-        groups,
-        method=method,
-        two_sided=two_sided,
-        n_permutations=n_permutations,
-        shared=shared_null,
-        rng=rng,
-        strata=lab,
-        n_units=d,
-        fwer=fwer,
-        partial_statistic=partial_statistic,
-    )
     part, _ = max_t_pass(source, design, buffer_units=buffer_units, chunk_units=chunk_units)
     # thresholds, and the certificate that the buffer holds every unit above them
     thresholds: dict[int, float] = {}
@@ -563,6 +550,75 @@ def calibrated_signatures(
             )
         )
     return out
+
+
+def calibrated_design(
+    source: Any,
+    y: np.ndarray,
+    *,
+    method: str,
+    n_permutations: int,
+    shared_null: bool,
+    two_sided: bool,
+    seed: int | np.random.Generator,
+    chunk_units: int,
+    strata: Any = None,
+    fwer: str = "benchmark",
+    names: Any = None,
+    partial_statistic: str = "spearman",
+    quality_sums: tuple[np.ndarray, int] | None = None,
+) -> _Design:
+    """What :func:`calibrated_signatures` fixes before its pass: the model groups, ``ĝ``,
+    the scores' residuals and the permutation columns (checked: models, strata, units)."""
+    groups = per_mask_groups(y)
+    lab = None
+    if strata is not None:
+        lab = np.asarray(strata).reshape(-1)
+        if lab.size != y.shape[0]:
+            raise SigmapInputError(f"strata: {lab.size} labels for {y.shape[0]} models")
+        if method != "calibrated":
+            raise SigmapInputError("strata= is an option of method='calibrated'")
+    if fwer == "all" and len(groups) > 1:
+        raise SigmapInputError(
+            "fwer='all' shares one set of model permutations among all benchmarks, so every "
+            f"benchmark must be scored by the same models (here {len(groups)} different "
+            "model sets): drop the models without every score, or use fwer='benchmark'"
+        )
+    if method == "calibrated":
+        label = list(names) if names is not None else [f"#{b}" for b in range(y.shape[1])]
+        for mk, cols in groups:
+            check_calibrated_models(
+                int(mk.sum()), None if lab is None else lab[mk], label[int(cols[0])]
+            )
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    if method != "calibrated":
+        sums, d = None, 1
+    elif quality_sums is not None:
+        sums, d = np.asarray(quality_sums[0], dtype=np.float64), int(quality_sums[1])
+    else:
+        sums, d = value_sums(source, chunk_units)
+    if method == "calibrated" and d < MIN_UNITS_CALIBRATED:
+        raise SigmapInputError(
+            f"{d} units; the calibrated test estimates general quality as each model's mean "
+            f"value over the units and needs >= {MIN_UNITS_CALIBRATED} for it to stand for "
+            "quality (with fewer, units that load more on quality than the average track "
+            "any score that depends on quality): add units, or test groups of units within "
+            "a larger corpus (method='calibrated-multiresolution')"
+        )
+    return build_design(
+        y,
+        sums,
+        groups,
+        method=method,
+        two_sided=two_sided,
+        n_permutations=n_permutations,
+        shared=shared_null,
+        rng=rng,
+        strata=lab,
+        n_units=d,
+        fwer=fwer,
+        partial_statistic=partial_statistic,
+    )
 
 
 def calibration_from_null(

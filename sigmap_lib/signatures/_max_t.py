@@ -227,6 +227,12 @@ def general_quality(source: Any, models: Any = None, *, chunk_units: int = 1 << 
 MIN_MODELS_CALIBRATED = 12
 # residual degrees of freedom left after the quality basis and the strata
 MIN_RESIDUAL_DF = 9
+# The fewest units whose mean stands for general quality (measured on fresh null worlds,
+# m = 32, scores g + noise, units loading 0.3-0.9 on g; 300-600 runs each; docs/RESULTS.md):
+# with ĝ from d units the claims on pure null are 11 % at d = 8, 8.7 % at 16, 4-6 % from
+# 32 on. A noisy ĝ leaves part of g in both residuals, so units that load more on quality
+# than the average track any score that depends on it.
+MIN_UNITS_CALIBRATED = 64
 
 
 def basis_shape(m: int) -> tuple[int, int]:

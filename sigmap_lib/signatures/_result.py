@@ -267,7 +267,8 @@ class Signature:
 
         Always: ``benchmark``, ``method``, ``empty``, ``units``, ``coef``, ``n_models``,
         ``n_candidates``, ``loo_r2`` and ``calibration`` (:meth:`Calibration.summary`, or
-        None). aic / bic / ebic add ``criterion``, ``criterion_path``, ``rss_path``, ``r2``,
+        None). calibrated-multiresolution adds ``levels`` (each level's claimed groups, their
+        statistics, adjusted p-values and threshold); aic / bic / ebic add ``criterion``, ``criterion_path``, ``rss_path``, ``r2``,
         ``adj_r2``, ``best_strength`` and, when computed, ``bootstrap_frequency`` and
         ``null``; lasso adds ``lasso``.
         """
@@ -294,6 +295,8 @@ class Signature:
             }
         if "lasso" in self.extra:
             out["lasso"] = dict(self.extra["lasso"])
+        if "levels" in self.extra:
+            out["levels"] = [dict(level) for level in self.extra["levels"]]
         if self.bootstrap_frequency is not None:
             out["bootstrap_frequency"] = self.bootstrap_frequency.tolist()
         if self.null is not None:

@@ -20,6 +20,7 @@ from sigmap_lib.signatures._forward import ForwardAIC, ForwardBIC, ForwardEBIC
 from sigmap_lib.signatures._lasso import AuthorsLasso
 from sigmap_lib.signatures._max_t_methods import CalibratedMarginal, CalibratedPartial
 from sigmap_lib.signatures._method import SignatureMethod
+from sigmap_lib.signatures._multiresolution import CalibratedMultiResolution
 from sigmap_lib.signatures._result import Signature
 from sigmap_lib.signatures._statistics import as_scores
 
@@ -27,6 +28,7 @@ from sigmap_lib.signatures._statistics import as_scores
 SIGNATURE_METHODS: dict[str, type[SignatureMethod]] = {
     "calibrated": CalibratedPartial,
     "calibrated-marginal": CalibratedMarginal,
+    "calibrated-multiresolution": CalibratedMultiResolution,
     "lasso": AuthorsLasso,
     "aic": ForwardAIC,
     "bic": ForwardBIC,
@@ -48,7 +50,7 @@ def method_class(method: str | SignatureMethod | type[SignatureMethod]) -> type[
     >>> method_class("max-t")
     Traceback (most recent call last):
     ...
-    sigmap_lib.errors.SigmapInputError: unknown signature method 'max-t'; known: calibrated, calibrated-marginal, lasso, aic, bic, ebic
+    sigmap_lib.errors.SigmapInputError: unknown signature method 'max-t'; known: calibrated, calibrated-marginal, calibrated-multiresolution, lasso, aic, bic, ebic
     """
     if isinstance(method, SignatureMethod):
         return type(method)

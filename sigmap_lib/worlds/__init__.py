@@ -3,7 +3,14 @@ transformers, the embedded zoo, and the layout check of a user's world folder.
 """
 
 from ._example import init_world
-from ._hard import HARD_SCENARIOS, REALLIKE_SCENARIOS, HardWorld, hard_world
+from ._hard import (
+    HARD_SCENARIOS,
+    REALLIKE_SCENARIOS,
+    ClusteredWorld,
+    HardWorld,
+    clustered_world,
+    hard_world,
+)
 from ._layout import (
     WorldLayout,
     check_world,
@@ -43,6 +50,7 @@ __all__ = [
     "MINIMUM_REASONS",
     "PERPLEXITY_CORRELATIONS_CATALOG",
     "REALLIKE_SCENARIOS",
+    "ClusteredWorld",
     "HardWorld",
     "SyntheticWorld",
     "WorldLayout",
@@ -50,6 +58,7 @@ __all__ = [
     "WorldProblem",
     "build_causal_lm",
     "check_world",
+    "clustered_world",
     "hard_world",
     "init_world",
     "make_synthetic_world",

@@ -224,3 +224,95 @@ def hard_world(
         planted=planted,
         loadings=lam,
     )
+
+
+@dataclass
+class ClusteredWorld:
+    """A :func:`hard_world` whose units sit in documents and documents in sources.
+
+    Attributes
+    ----------
+    world : HardWorld
+        The units (``world.values``, ``(n_units, n_models)``) and scores; in a power world
+        ``world.planted[b]`` holds every unit of benchmark ``b``'s planted documents.
+    documents : numpy.ndarray of int64, shape (n_units,)
+        The document of each unit (documents are contiguous runs of units).
+    sources : numpy.ndarray of int64, shape (n_units,)
+        The source of each unit (a random source per document).
+    planted_documents : list of numpy.ndarray
+        Per benchmark, its planted documents (empty in a null world).
+    """
+
+    world: HardWorld
+    documents: np.ndarray
+    sources: np.ndarray
+    planted_documents: list[np.ndarray]
+
+
+def clustered_world(
+    scenario: str,
+    n_models: int,
+    n_documents: int,
+    units_per_document: int,
+    rng: np.random.Generator,
+    *,
+    n_sources: int = 10,
+    planted_rho: float | None = None,
+    planted_documents: int = 1,
+    document_effect: float = 0.3,
+) -> ClusteredWorld:
+    """Draw a :func:`hard_world` of ``n_documents × units_per_document`` units grouped into
+    documents and sources, with signal planted in whole documents.
+
+    On top of the hard world's units, the units of a document share what real documents
+    share: a document × model effect (sd ``document_effect`` of the unit noise's, so that a
+    document's mean does not average it away) and a kink of the document's own in quality,
+    ``k·tanh(3(g − a))`` with ``k ~ U(−0.3, 0.3)`` (so a document's mean is not a
+    polynomial of quality either). With ``planted_rho``, every unit of the first
+    ``planted_documents`` documents carries partial correlation ``planted_rho`` with the
+    scores given quality, each with its own independent noise (:func:`hard_world`'s
+    planting): a planted document's mean carries more than any of its units.
+
+    Parameters
+    ----------
+    scenario : one of :data:`HARD_SCENARIOS` but ``"families"``
+    n_models, n_documents, units_per_document : int
+    rng : numpy.random.Generator
+    n_sources : int
+    planted_rho : float in (0, 1), optional
+    planted_documents : int
+    document_effect : float
+
+    Returns
+    -------
+    ClusteredWorld
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.worlds import clustered_world
+    >>> cw = clustered_world("linear", 32, 50, 20, np.random.default_rng(0), planted_rho=0.6)
+    >>> cw.world.values.shape, cw.documents[:3].tolist(), cw.planted_documents[0].tolist()
+    ((1000, 32), [0, 0, 0], [0])
+    >>> cw.world.planted[0].tolist() == list(range(20))
+    True
+    """
+    if scenario == "families":
+        raise SigmapInputError("clustered_world draws no families; use hard_world for them")
+    n_docs, per = int(n_documents), int(units_per_document)
+    d = n_docs * per
+    planted = int(planted_documents) * per if planted_rho is not None else 5
+    if planted > d:
+        raise SigmapInputError(f"{planted_documents} planted documents need n_documents >= that")
+    w = hard_world(scenario, n_models, d, rng, planted_rho=planted_rho, n_planted=planted)
+    docs = np.repeat(np.arange(n_docs, dtype=np.int64), per)
+    g = w.quality
+    effect = document_effect * rng.standard_normal((n_docs, g.size))
+    kink = rng.uniform(-0.3, 0.3, n_docs)[:, None] * np.tanh(
+        3.0 * (g[None, :] - rng.uniform(-1.0, 1.0, n_docs)[:, None])
+    )
+    spread = np.sqrt(1.0 - w.loadings**2)[:, None]
+    w.values = (w.values + spread * effect[docs] + kink[docs]).astype(np.float32)
+    source_of = rng.integers(0, int(n_sources), n_docs)
+    pdocs = [np.unique(docs[u]) for u in w.planted]
+    return ClusteredWorld(world=w, documents=docs, sources=source_of[docs], planted_documents=pdocs)

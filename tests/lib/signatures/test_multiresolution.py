@@ -1,0 +1,212 @@
+"""Multi-resolution signatures: group sums and min-P against brute force, the hierarchy's
+error on fresh clustered null worlds of the hard kind, and planted documents found where
+unit max-T finds nothing."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.nll import build_rank_store
+from sigmap_lib.signatures import (
+    MIN_UNITS_CALIBRATED,
+    CalibratedMultiResolution,
+    extract_signatures,
+    group_sums,
+    max_t_threshold,
+    minp_adjusted,
+)
+from sigmap_lib.signatures._calibration import adjusted_p_values, calibrated_signatures
+from sigmap_lib.worlds import clustered_world, hard_world
+
+P = 99
+RUNS = 40
+MAX_HITS = 6  # at a true error of 0.05, more than 6 of 40 has p < 0.01
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_group_sums_equal_a_groupby_at_every_chunk_size(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    d, m = 500, 7
+    values = rng.standard_normal((d, m)).astype(np.float32)
+    docs = rng.integers(0, 40, d)  # not contiguous, some groups may be empty
+    src = rng.integers(0, 3, d)
+    frame = pd.DataFrame(values.astype(np.float64))
+    for chunk in (1, 64, 1000):
+        (s_docs, s_src), total, n = group_sums(values, [docs, src], chunk_units=chunk)
+        want = frame.groupby(docs).sum().reindex(range(docs.max() + 1), fill_value=0.0)
+        np.testing.assert_allclose(s_docs, want.to_numpy(), rtol=1e-12, atol=1e-9)
+        np.testing.assert_allclose(s_src, frame.groupby(src).sum().to_numpy(), rtol=1e-12)
+        np.testing.assert_allclose(total, values.astype(np.float64).sum(axis=0), rtol=1e-12)
+        assert n == d
+    per_model = [values[:, j] for j in range(m)]
+    (again,), _, _ = group_sums(per_model, [docs], chunk_units=77)
+    np.testing.assert_allclose(again, s_docs, rtol=1e-12)
+
+
+def test_group_sums_refuse_rank_codes_and_name_a_nan(tmp_path) -> None:
+    values = np.random.default_rng(0).standard_normal((50, 4)).astype(np.float32)
+    arrays = [values[:, j].copy() for j in range(4)]
+    store = build_rank_store(arrays, [f"m{j}" for j in range(4)], np.ones(50), tmp_path / "r")
+    with pytest.raises(SigmapInputError, match="not of rank codes"):
+        group_sums(store, [np.zeros(50, dtype=int)])
+    values[7, 2] = np.nan
+    with pytest.raises(SigmapInputError, match="model column 2: value is NaN at unit 7"):
+        group_sums(values, [np.zeros(50, dtype=int)])
+
+
+def _brute_minp(mats: list[np.ndarray], level: int, s: float) -> tuple[float, float]:
+    n = mats[0].size
+    minp = [min(np.sum(mx >= mx[w]) / n for mx in mats) for w in range(n)]
+    p = np.sum(mats[level] >= s) / n
+    return p, sum(mp <= p for mp in minp) / n
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_minp_equals_brute_force_with_ties(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n, levels = 30, 3
+    mats = [np.round(rng.random(n), 1) for _ in range(levels)]  # many ties
+    mp = minp_adjusted(mats, alpha=0.2)
+    for lv in range(levels):
+        s = np.concatenate([mats[lv][:5], rng.random(3)])
+        want = np.array([_brute_minp(mats, lv, float(x)) for x in s])
+        np.testing.assert_allclose(mp.p(lv, s), want[:, 0])
+        np.testing.assert_allclose(mp.adjusted(lv, s), want[:, 1])
+        # claimed iff above the level's threshold
+        np.testing.assert_array_equal(mp.claimed(lv, s), s > mp.threshold(lv))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_one_level_is_max_t(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    null, observed = rng.random(99), rng.uniform(0.5, 1.0)
+    mp = minp_adjusted([np.concatenate([[observed], null])], alpha=0.05)
+    assert mp.threshold(0) == max_t_threshold(null, observed, 0.05)
+    s = rng.uniform(0.0, observed, 50)
+    np.testing.assert_allclose(mp.adjusted(0, s), adjusted_p_values(np.sort(null), s))
+
+
+def test_the_error_of_min_p_holds_on_exchangeable_worlds() -> None:
+    # three dependent levels of exchangeable worlds: a claim in the real world (index 0)
+    # happens at most alpha of the time
+    rng = np.random.default_rng(11)
+    claims = 0
+    for _ in range(2000):
+        base = rng.standard_normal(100)
+        mats = [base + s * rng.standard_normal(100) for s in (0.0, 0.5, 3.0)]
+        mp = minp_adjusted(mats, alpha=0.05)
+        claims += any(mp.claimed(lv, [m[0]])[0] for lv, m in enumerate(mats))
+    assert claims / 2000 <= 0.05 + 2.5 * np.sqrt(0.05 * 0.95 / 2000)
+
+
+def test_every_level_uses_the_same_quality_and_permutations() -> None:
+    rng = np.random.default_rng(2)
+    w = hard_world("reallike", 24, 600, rng)
+    docs = np.repeat(np.arange(60), 10)
+    (s,), total, d = group_sums(w.values, [docs])
+    kw = dict(
+        method="calibrated", n_permutations=P, alpha=0.05, shared_null=False,
+        two_sided=True, seed=5, buffer_units=64, chunk_units=128, quality_sums=(total, d),
+    )  # fmt: skip
+    [units] = calibrated_signatures(w.values, w.scores, **kw)
+    [groups] = calibrated_signatures(s / 10.0, w.scores, **kw)
+    a, b = units.calibration, groups.calibration
+    np.testing.assert_array_equal(a.permutations, b.permutations)
+    np.testing.assert_allclose(a.general_quality, b.general_quality)
+    assert a.n_units == 600 and b.n_units == 60
+
+
+def test_a_level_of_singletons_reproduces_the_flat_calibrated_signature() -> None:
+    # two identical levels: each world's min-P is its p, so min-P is max-T
+    rng = np.random.default_rng(3)
+    w = hard_world("linear", 32, 800, rng, planted_rho=0.9, n_planted=6)
+    [flat] = extract_signatures(w.values, w.scores, n_permutations=P, seed=4)
+    method = CalibratedMultiResolution(levels={"copy": np.arange(800)}, n_permutations=P)
+    [multi] = method.extract(w.values, w.scores, names=["b"], seed=4)
+    assert flat.units.size >= 4
+    copy, unit = multi.extra["levels"]
+    assert sorted(copy["groups"]) == sorted(unit["groups"]) == sorted(flat.units.tolist())
+    np.testing.assert_allclose(sorted(unit["adjusted_p"]), sorted(flat.calibration.adjusted_p))
+    assert unit["threshold"] == pytest.approx(flat.calibration.threshold)
+
+
+@pytest.mark.parametrize(
+    "scenario", ["linear", "curved", "t3", "reallike", "hinge", "step", "shrinking"]
+)
+def test_error_over_the_hierarchy_holds_on_clustered_null_worlds(scenario: str) -> None:
+    rng = np.random.default_rng([6, len(scenario)])
+    hits = 0
+    for run in range(RUNS):
+        cw = clustered_world(scenario, 32, 100, 20, rng, n_sources=8)
+        levels = {"source": cw.sources, "document": cw.documents}
+        method = CalibratedMultiResolution(levels=levels, n_permutations=P)
+        [sig] = method.extract(cw.world.values, cw.world.scores, names=["b"], seed=run)
+        hits += not sig.empty
+        assert sig.empty == all(not lv["groups"] for lv in sig.extra["levels"])
+    assert hits <= MAX_HITS, f"{scenario}: {hits} of {RUNS} null runs claimed something"
+
+
+def test_planted_documents_are_found_where_unit_max_t_finds_nothing() -> None:
+    rng = np.random.default_rng(7)
+    doc_hits = unit_hits = false_docs = 0
+    runs, planted = 10, 3
+    for run in range(runs):
+        cw = clustered_world(
+            "linear", 32, 300, 20, rng, planted_rho=0.55, planted_documents=planted
+        )
+        w = cw.world
+        [flat] = extract_signatures(w.values, w.scores, n_permutations=P, seed=run)
+        unit_hits += np.isin(flat.units, w.planted[0]).sum()
+        method = CalibratedMultiResolution(levels={"document": cw.documents}, n_permutations=P)
+        [sig] = method.extract(w.values, w.scores, names=["b"], seed=run)
+        docs = sig.extra["levels"][0]["groups"]
+        doc_hits += np.isin(docs, cw.planted_documents[0]).sum()
+        false_docs += len(docs) - np.isin(docs, cw.planted_documents[0]).sum()
+        # the signature's units are the claimed documents' units
+        assert set(sig.units.tolist()) >= set(np.flatnonzero(np.isin(cw.documents, docs)))
+    assert doc_hits / (runs * planted) >= 0.6
+    assert unit_hits / (runs * planted * 20) < 0.1
+    assert false_docs <= 2
+
+
+def test_summary_is_json_and_through_extract_signatures() -> None:
+    rng = np.random.default_rng(8)
+    cw = clustered_world("linear", 24, 40, 10, rng, planted_rho=0.7, planted_documents=2)
+    docs = np.char.add("doc-", cw.documents.astype(str))  # any labels
+    [sig] = extract_signatures(
+        cw.world.values, cw.world.scores, method="calibrated-multiresolution",
+        levels={"document": docs}, n_permutations=P,
+    )  # fmt: skip
+    s = json.loads(json.dumps(sig.summary()))
+    assert s["method"] == "calibrated-multiresolution"
+    assert [lv["level"] for lv in s["levels"]] == ["document", "unit"]
+    assert set(s["levels"][0]["groups"]) <= {f"doc-{i}" for i in range(40)}
+    assert s["calibration"]["method"] == "calibrated-multiresolution"
+
+
+def test_bad_levels_and_too_few_units_get_one_line() -> None:
+    rng = np.random.default_rng(9)
+    w = hard_world("linear", 24, 200, rng)
+    with pytest.raises(SigmapInputError, match="levels must be a non-empty mapping"):
+        CalibratedMultiResolution(levels=[1, 2]).extract(w.values, w.scores, names=["b"])
+    with pytest.raises(SigmapInputError, match="levels must be"):
+        CalibratedMultiResolution(levels={"unit": np.zeros(200)}).extract(
+            w.values, w.scores, names=["b"]
+        )
+    with pytest.raises(SigmapInputError, match="level 'document': 199 group labels for 200"):
+        CalibratedMultiResolution(levels={"document": np.zeros(199)}).extract(
+            w.values, w.scores, names=["b"]
+        )
+    with pytest.raises(SigmapInputError, match="fwer must be one of"):
+        CalibratedMultiResolution(levels={"d": np.zeros(200)}, fwer="all").extract(
+            w.values, w.scores, names=["b"]
+        )
+    small = w.values[: MIN_UNITS_CALIBRATED - 1]
+    with pytest.raises(SigmapInputError, match=f"63 units; .* needs >= {MIN_UNITS_CALIBRATED}"):
+        extract_signatures(small, w.scores)
+    extract_signatures(w.values[:MIN_UNITS_CALIBRATED], w.scores, n_permutations=19)
