@@ -336,6 +336,32 @@ def scaled_colmax(prod, inv, colmax, two_sided):  # pragma: no cover - compiled
 
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
+def scaled_colmax_hist(prod, inv, colmax, two_sided, den, col_set, hist, lo):  # pragma: no cover
+    """:func:`scaled_colmax`, and the histogram of every permuted statistic: the value
+    ``v = f(prod[i, c] · inv[i]) / den[c]`` of unit ``i`` under column ``c`` is counted in
+    ``hist[col_set[c], bin]``, ``hist (S, n_bins)`` int64 with equal bins over ``[lo, 1]``
+    (values past either end in the end bins). ``colmax`` holds the undivided maxima, as
+    :func:`scaled_colmax` does."""
+    n, nc = prod.shape
+    nbins = hist.shape[1]
+    scale = nbins / (1.0 - lo)
+    for i in range(n):
+        s = inv[i]
+        for c in range(nc):
+            v = np.float64(prod[i, c]) * s
+            if two_sided:
+                v = abs(v)
+            if v > colmax[c]:
+                colmax[c] = v
+            b = int((v / den[c] - lo) * scale)
+            if b >= nbins:
+                b = nbins - 1
+            elif b < 0:
+                b = 0
+            hist[col_set[c], b] += 1
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
 def partial_scale(
     o, sq, offset, has_g, normalize, den, kind, inv, stat, r0, obsmax, hist, lo, hi
 ):  # pragma: no cover

@@ -6,6 +6,7 @@ calibration — each a :class:`SignatureMethod`, selected by mode through
 
 from ._calibration import FWER_SCOPES, Calibration, check_calibrated_models, max_t_threshold
 from ._detectable import detectable_rho, models_needed
+from ._fdr import fdr_threshold
 from ._forward import ForwardAIC, ForwardBIC, ForwardEBIC, ForwardSelection
 from ._lasso import AuthorsLasso
 from ._max_t import (
@@ -14,6 +15,7 @@ from ._max_t import (
     MIN_RESIDUAL_DF,
     MIN_STRATUM_MODELS,
     MIN_UNITS_CALIBRATED,
+    NULL_BINS,
     SCORE_KNOTS,
     MaxTPartial,
     basis_shape,
@@ -80,6 +82,7 @@ __all__ = [
     "MIN_RESIDUAL_DF",
     "MIN_STRATUM_MODELS",
     "MIN_UNITS_CALIBRATED",
+    "NULL_BINS",
     "SCORE_KNOTS",
     "SIGNATURE_METHODS",
     "STATISTICS",
@@ -112,6 +115,7 @@ __all__ = [
     "distinct_permutations",
     "extract_signature",
     "extract_signatures",
+    "fdr_threshold",
     "forward_select",
     "gather_units",
     "general_quality",

@@ -136,6 +136,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
+from sigmap_lib.signatures._fdr import fdr_threshold
 from sigmap_lib.signatures._max_t import (
     MIN_MODELS_CALIBRATED,
     MIN_RESIDUAL_DF,
@@ -213,6 +214,12 @@ class Calibration:
         within strata, stratum effects regressed out), else ``None``.
     basis_columns : int or None
         Columns of the quality basis regressed out (``"calibrated"``; with the strata).
+    blocks : numpy.ndarray of int, shape (n_models,), or None
+        The permutation block of each scored model (``"calibrated"``).
+    fdr : float or None
+        The false-discovery rate the units were claimed at (the FDR mode: ``threshold``
+        is then the false-discovery threshold, behind a max-T gate at this level); None
+        when the claims hold the family-wise error ``alpha``.
 
     Examples
     --------
@@ -252,6 +259,7 @@ class Calibration:
     strata: np.ndarray | None = None
     basis_columns: int | None = None
     blocks: np.ndarray | None = None
+    fdr: float | None = None
 
     @property
     def n_distinct_permutations(self) -> int | None:
@@ -303,6 +311,7 @@ class Calibration:
             else self.general_quality.tolist(),
             "reason": self.reason,
             "fwer": self.fwer,
+            "fdr": self.fdr,
             "controlled_for_strata": self.controlled_for_strata,
             "strata": None if self.strata is None else [str(v) for v in self.strata.tolist()],
             "basis_columns": self.basis_columns,
@@ -427,6 +436,7 @@ def calibrated_signatures(
     partial_statistic: str = "spearman",
     quality_sums: tuple[np.ndarray, int] | None = None,
     design: _Design | None = None,
+    fdr: float | None = None,
 ) -> list[CalibratedResult]:
     """Max-T calibrated signatures of every column of ``y (m, B)`` (see module docstring).
 
@@ -434,7 +444,9 @@ def calibrated_signatures(
     marginal test). ``quality_sums``: the per-model value sums and unit count that give
     ``ĝ`` (default: from ``source``); ``design``: the scores' residuals and permutation
     columns from :func:`calibrated_design` (default: built here), so that several sources
-    (the levels of a hierarchy) are tested with the same ones."""
+    (the levels of a hierarchy) are tested with the same ones. ``fdr``: claim units at
+    that false-discovery rate instead of the family-wise error ``alpha``
+    (:mod:`._fdr`)."""
     if method not in CALIBRATED_METHODS:
         raise SigmapInputError(f"calibrated method must be one of {CALIBRATED_METHODS}")
     if n_permutations < 1:
@@ -449,6 +461,13 @@ def calibrated_signatures(
         raise SigmapInputError(
             f"partial_statistic must be one of {PARTIAL_STATISTICS}, got {partial_statistic!r}"
         )
+    if fdr is not None and (method != "calibrated" or fwer != "benchmark"):
+        raise SigmapInputError(
+            "fdr= is an option of method='calibrated' with fwer='benchmark' (the rate is "
+            "controlled per benchmark)"
+        )
+    if fdr is not None and not 0.0 < fdr < 1.0:
+        raise SigmapInputError(f"fdr must be in (0, 1), got {fdr}")
     if design is None:
         design = calibrated_design(
             source,
@@ -465,6 +484,7 @@ def calibrated_signatures(
             partial_statistic=partial_statistic,
             quality_sums=quality_sums,
         )
+    design.pooled_null = fdr is not None
     part, _ = max_t_pass(source, design, buffer_units=buffer_units, chunk_units=chunk_units)
     # thresholds, and the certificate that the buffer holds every unit above them
     thresholds: dict[int, float] = {}
@@ -484,6 +504,23 @@ def calibrated_signatures(
         observed = {b: joint_obs for b in nulls}
     for b in nulls:
         thresholds[b] = max_t_threshold(nulls[b], observed[b], alpha)
+    gated: set[int] = set()
+    if fdr is not None:
+        assert part.null_hist is not None and part.observed_hist is not None
+        for b in nulls:
+            if observed[b] <= max_t_threshold(nulls[b], observed[b], fdr):
+                thresholds[b] = float("inf")  # the gate: max-T at level fdr
+                gated.add(b)
+                continue
+            thresholds[b] = fdr_threshold(
+                part.null_hist[b],
+                n_permutations,
+                part.strength(b),
+                part.observed_hist[b],
+                q=fdr,
+                lo=0.0 if two_sided else -1.0,
+                n_units=part.n_units,
+            )
     overflow = {
         b: t
         for b, t in thresholds.items()
@@ -511,7 +548,13 @@ def calibrated_signatures(
         units, vals, st = units[order], vals[order], st[order]
         null = nulls[b]
         reason = g.reasons[j]
-        if units.size == 0 and reason is None:
+        if units.size == 0 and reason is None and fdr is not None:
+            why = "the max-T gate" if b in gated else "the false-discovery threshold"
+            reason = (
+                f"no unit passes {why} at fdr = {fdr} "
+                f"(m = {g.m}, d = {part.n_units}, P = {n_permutations})"
+            )
+        elif units.size == 0 and reason is None:
             scope = "" if fwer == "benchmark" else ", error controlled over all benchmarks"
             reason = (
                 f"no unit above the max-T threshold {t:.4g} at alpha = {alpha} "
@@ -539,6 +582,7 @@ def calibrated_signatures(
             strata=None if g.strata is None else g.strata.copy(),
             basis_columns=None if g.basis is None else int(g.basis.shape[1]),
             blocks=None if g.blocks is None else g.blocks[j].copy(),
+            fdr=fdr,
         )
         out.append(
             CalibratedResult(

@@ -39,6 +39,9 @@ _COLS = 128
 # below, so a chunk only hands over the units that can still enter the buffer
 _BINS = 512
 _FLOOR_MARGIN = 1e-9
+# bins of the pooled permutation null of every unit's statistic (the FDR mode): equal bins
+# over [0, 1] (two-sided) or [-1, 1]
+NULL_BINS = 4096
 
 
 @dataclass
@@ -62,6 +65,11 @@ class MaxTPartial:
     two_sided : bool
     n_units : int
         Units seen.
+    null_hist : numpy.ndarray of int64, shape (B, NULL_BINS), or None
+        FDR mode: per benchmark, the histogram of every unit's statistic under every one
+        of its permutations (equal bins over ``[0, 1]``, or ``[−1, 1]`` one-sided).
+    observed_hist : numpy.ndarray of int64, shape (B, n_bins), or None
+        FDR mode: per benchmark, the histogram of every unit's real statistic.
 
     Examples
     --------
@@ -85,6 +93,8 @@ class MaxTPartial:
     buffer_units: int
     two_sided: bool
     n_units: int
+    null_hist: np.ndarray | None = None
+    observed_hist: np.ndarray | None = None
 
     def strength(self, b: int) -> np.ndarray:
         """Strength of benchmark ``b``'s buffered units (``|value|`` two-sided)."""
@@ -140,6 +150,12 @@ def merge_max_t(a: MaxTPartial, b: MaxTPartial) -> MaxTPartial:
         order = keep[np.lexsort((u[keep], -st[keep]))]
         units.append(u[order])
         values.append(v[order])
+    hists = {}
+    for name in ("null_hist", "observed_hist"):
+        ha, hb = getattr(a, name), getattr(b, name)
+        if (ha is None) != (hb is None):
+            raise SigmapInputError(f"max-T partials with and without {name} cannot be merged")
+        hists[name] = None if ha is None else ha + hb
     return MaxTPartial(
         null_max=np.maximum(a.null_max, b.null_max),
         observed_max=np.maximum(a.observed_max, b.observed_max),
@@ -148,6 +164,7 @@ def merge_max_t(a: MaxTPartial, b: MaxTPartial) -> MaxTPartial:
         buffer_units=a.buffer_units,
         two_sided=a.two_sided,
         n_units=a.n_units + b.n_units,
+        **hists,
     )
 
 
@@ -763,6 +780,7 @@ class _Design:
     two_sided: bool
     shared: bool
     n_permutations: int
+    pooled_null: bool = False  # histograms of every permuted statistic (the FDR mode)
 
 
 def _residualize(v: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -945,7 +963,7 @@ def build_design(
 class _Worker:
     """Per-thread buffers and running permutation maxima of one group."""
 
-    def __init__(self, g: Group, two_sided: bool, with_null: bool) -> None:
+    def __init__(self, g: Group, two_sided: bool, with_null: bool, pooled: bool) -> None:
         self.x = np.empty((_ROWS, g.m), dtype=np.float64)
         n32 = _ROWS if with_null and g.n_null and not g.null64 else 0
         self.x32 = np.empty((n32, g.m), dtype=np.float32)
@@ -958,6 +976,8 @@ class _Worker:
         self.colmax = np.full(g.n_null, 0.0 if two_sided else -np.inf)
         self.obsmax = np.full(len(g.cols), 0.0 if two_sided else -np.inf)
         self.hist = np.zeros((len(g.cols), _BINS), dtype=np.int64)
+        # the pooled null: one row per set of permutation columns (shared: one set)
+        self.nullhist = np.zeros((len(g.null_span) if pooled else 0, NULL_BINS), dtype=np.int64)
 
 
 def _group_codes(block: np.ndarray, g: Group, is_codes: bool, start: int) -> np.ndarray:
@@ -989,6 +1009,7 @@ def _group_stats(
     two_sided: bool,
     normalize: bool,
     with_null: bool,
+    col_set: np.ndarray | None = None,
 ) -> None:
     """Observed statistics of every row into ``stat (n, B_g)`` and, ``with_null``, the
     permutation columns' running maxima into the workers (rows split among threads)."""
@@ -1035,7 +1056,13 @@ def _group_stats(
                     c1 = c0 + e.shape[1]
                     prod = w.prod[:nr, : e.shape[1]]
                     np.matmul(x if g.null64 else w.x32[:nr], e, out=prod)
-                    k.scaled_colmax(prod, w.inv[:nr], w.colmax[c0:c1], two_sided)
+                    if col_set is None:
+                        k.scaled_colmax(prod, w.inv[:nr], w.colmax[c0:c1], two_sided)
+                    else:
+                        k.scaled_colmax_hist(
+                            prod, w.inv[:nr], w.colmax[c0:c1], two_sided,
+                            g.den_null[c0:c1], col_set[c0:c1], w.nullhist, lo,
+                        )  # fmt: skip
                     c0 = c1
 
     nparts = min(len(workers), len(starts))
@@ -1064,8 +1091,20 @@ def max_t_pass(
     if collect is not None:
         groups = [g for g in groups if any(int(b) in collect for b in g.cols)]
     nthreads = max(1, min(os.cpu_count() or 1, 8))
+    pooled = design.pooled_null and collect is None
     workers = {
-        id(g): [_Worker(g, two_sided, collect is None) for _ in range(nthreads)] for g in groups
+        id(g): [_Worker(g, two_sided, collect is None, pooled) for _ in range(nthreads)]
+        for g in groups
+    }
+    # FDR mode: each null column's set (its benchmark's; shared columns: one set)
+    col_sets = {
+        id(g): np.concatenate(
+            [np.full(s1 - s0, j, dtype=np.int64) for j, (s0, s1) in enumerate(g.null_span)]
+            if not design.shared
+            else [np.zeros(g.n_null, dtype=np.int64)]
+        )
+        for g in groups
+        if pooled
     }
     tops = [RunningTopK(buffer_units) for _ in range(design.n_bench)]
     edges = np.linspace(0.0 if two_sided else -1.0, 1.0, _BINS + 1)
@@ -1100,6 +1139,7 @@ def max_t_pass(
                     two_sided,
                     normalize,
                     collect is None,
+                    col_sets.get(id(g)),
                 )
                 if collect is not None:
                     for j, b in enumerate(g.cols.tolist()):
@@ -1139,7 +1179,13 @@ def max_t_pass(
                     tops[b].push(start + sel, st, stat[sel, j], np.empty((sel.size, 0), np.uint8))
     null_max = np.full(design.n_null, 0.0 if two_sided else -np.inf)
     obs_max = np.full(design.n_bench, 0.0 if two_sided else -np.inf)
+    null_hist = np.zeros((design.n_bench, NULL_BINS), dtype=np.int64) if pooled else None
+    obs_hist = np.zeros((design.n_bench, _BINS), dtype=np.int64) if pooled else None
     for g in groups:
+        if null_hist is not None and obs_hist is not None:
+            sets = sum(w.nullhist for w in workers[id(g)])
+            null_hist[g.cols] = sets[0] if design.shared else sets[: len(g.cols)]
+            obs_hist[g.cols] = sum(w.hist for w in workers[id(g)])
         span = slice(g.null_start, g.null_start + g.n_null)
         for w in workers[id(g)]:
             np.maximum(null_max[span], w.colmax, out=null_max[span])
@@ -1158,6 +1204,8 @@ def max_t_pass(
         buffer_units=buffer_units,
         two_sided=two_sided,
         n_units=d,
+        null_hist=null_hist,
+        observed_hist=obs_hist,
     )
     collected = {
         b: (

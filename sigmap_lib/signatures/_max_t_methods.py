@@ -118,6 +118,10 @@ class CalibratedPartial(_MaxT):
         One label per model (e.g. its family): permutations within strata, stratum effects
         regressed out of units and scores.
     partial_statistic : {"spearman", "pearson"}
+    fdr : float, optional
+        Claim units at this false-discovery rate instead of the family-wise error
+        ``alpha``: a permutation null pooled across units behind a max-T gate at level
+        ``fdr`` (:func:`fdr_threshold`; ``fwer="benchmark"`` only).
 
     Examples
     --------
@@ -141,17 +145,23 @@ class CalibratedPartial(_MaxT):
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = _MAX_T_CONSTRAINTS | {
         "strata": [None, "array-like"],
         "partial_statistic": [Options(PARTIAL_STATISTICS)],
+        "fdr": [None, Interval(float, 0.0, 1.0, closed="neither")],
     }
 
     strata: Any = None
     partial_statistic: str = "spearman"
+    fdr: float | None = None
 
     @classmethod
     def check_models(cls, m: int, strata: Any = None, name: str = "") -> None:
         check_calibrated_models(m, strata, name)
 
     def _options(self) -> dict[str, Any]:
-        return {"strata": self.strata, "partial_statistic": self.partial_statistic}
+        return {
+            "strata": self.strata,
+            "partial_statistic": self.partial_statistic,
+            "fdr": self.fdr,
+        }
 
 
 @dataclass(kw_only=True, repr=False, eq=False)

@@ -284,6 +284,7 @@ class CalibratedMultiResolution(CalibratedPartial):
         **CalibratedPartial._parameter_constraints,
         "levels": [_Levels()],
         "fwer": [Options(("benchmark",))],
+        "fdr": [None],
     }
 
     levels: Any = None

@@ -114,7 +114,7 @@ def signature_method(
     >>> signature_method("calibrated", loo=True)
     Traceback (most recent call last):
     ...
-    sigmap_lib.errors.SigmapInputError: method='calibrated' does not take loo; its parameters: n_permutations, alpha, shared_null, two_sided, buffer_units, fwer, strata, partial_statistic
+    sigmap_lib.errors.SigmapInputError: method='calibrated' does not take loo; its parameters: n_permutations, alpha, shared_null, two_sided, buffer_units, fwer, strata, partial_statistic, fdr
     """
     if isinstance(method, SignatureMethod):
         if params:

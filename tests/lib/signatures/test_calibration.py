@@ -35,11 +35,15 @@ def _thrush_brute(r: np.ndarray, y: np.ndarray) -> np.ndarray:
     return -(r @ c) / den
 
 
-def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearman"):
+def _brute_partial(
+    v, y, perms, shared, strength, strata=None, statistic="spearman", every_unit=False
+):
     """The calibrated statistic from its definition: ĝ = −mean value, residuals of units
     (lstsq) and scores (statsmodels OLS) on [1, spline(ĝ)] (+ stratum indicators), the
     Pearson (numpy) or Spearman (scipy) correlation of the two residuals, Freedman–Lane
-    permutations re-fitted by OLS."""
+    permutations re-fitted by OLS. The null: each permutation's maximum strength, or with
+    ``every_unit`` every unit's strength under every permutation, shape (P, d)."""
+    top = (lambda x: x) if every_unit else np.max
     import statsmodels.api as sm
     from scipy.stats import norm, spearmanr
     from sklearn.preprocessing import SplineTransformer
@@ -111,10 +115,10 @@ def _brute_partial(v, y, perms, shared, strength, strata=None, statistic="spearm
     if shared:
         base = norm.ppf(np.arange(1.0, m + 1) / (m + 1))
         xs = [resid(base[p], z) for p in perms]
-        null = np.array([strength(stat(resid(x / spread(x), z))).max() for x in xs])
+        null = np.array([top(strength(stat(resid(x / spread(x), z)))) for x in xs])
         return obs, null, g
     s0 = spread(e)
-    null = np.array([strength(stat(student(resid(s0 * (e / s0)[p])))).max() for p in perms])
+    null = np.array([top(strength(stat(student(resid(s0 * (e / s0)[p]))))) for p in perms])
     return obs, null, g
 
 
