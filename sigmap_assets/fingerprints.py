@@ -152,6 +152,10 @@ SETTINGS: dict[str, tuple[tuple[str, ...], str]] = {
         "Models with scores a benchmark needs for a signature.",
     ),
     "signature_strata": (("signatures",), "The strata of the calibrated signature test."),
+    "signature_mode": (
+        ("signatures",),
+        "The signature method, its error mode (fdr) and the levels it tests.",
+    ),
     "semantic_settings": (
         ("semantic_overlap", "overlap_report"),
         "Benchmarks the semantic level needs; questions embedded per benchmark.",
@@ -170,6 +174,7 @@ def _setting_values(world: WorldResource) -> dict[str, Any]:
         "coverage_minimum": minimums.coverage_models,
         "signature_minimum": minimums.signature_models,
         "signature_strata": world.strata(),
+        "signature_mode": world.signature_mode(),
         "semantic_settings": [minimums.semantic_benchmarks, world.semantic_questions()],
         "metabench_settings": [
             minimums.metabench_respondents,

@@ -149,6 +149,14 @@ class WorldResource(SigmapResource):
         project = str(read_project_config(self.storage.root).get("strata") or "")
         return project or read_signature_settings(self.settings().get("signatures") or {})
 
+    def signature_mode(self) -> dict:
+        """The signature method, its error mode and levels when the run config does not
+        say: the world's ``settings.yaml`` → ``signatures:`` ``method`` / ``fdr`` /
+        ``levels`` (:func:`~sigmap_lib.worlds.read_signature_mode`)."""
+        from sigmap_lib.worlds import read_signature_mode
+
+        return read_signature_mode(self.settings().get("signatures") or {})
+
     def units_have_text(self) -> bool:
         """Whether models can be scored on the corpus: the world's ``settings.yaml`` →
         ``corpus: units_have_text`` (false for a matrix world of opaque units)."""

@@ -515,6 +515,9 @@ class StoredState:
                 }
                 if summary.get("strata_labels") is not None:
                     options["strata"] = np.asarray(summary["strata_labels"])
+        corpus = self.open_corpus()
+        if settings is not None and settings.hierarchy:
+            options["levels"] = corpus.unit_groups(settings.hierarchy.split(","))
         return SignatureInputs(
             current=cur,
             signatures=sigs,
@@ -525,7 +528,7 @@ class StoredState:
             scores=self.score_matrix(list(sigs)),
             ranks=self.open_ranks(cur),
             nll_arrays=self.open_nll_arrays(),
-            corpus=self.open_corpus(),
+            corpus=corpus,
         )
 
     def load_matrix(self, level: str) -> Any:

@@ -57,6 +57,7 @@ ASSET_STEPS: dict[str, str] = {
     "coverage_minimum": "inputs",
     "signature_minimum": "inputs",
     "signature_strata": "inputs",
+    "signature_mode": "inputs",
     "semantic_settings": "inputs",
     "metabench_settings": "inputs",
 }

@@ -372,6 +372,47 @@ class ShardedCorpus:
     def doc_ids(self) -> list[str]:
         return [d for st in self.stores for d in st.doc_ids]
 
+    @property
+    def unit_source(self) -> np.ndarray:
+        """``(n_units,)`` the corpus file each unit comes from (its shard's file)."""
+        files = np.array([st.spec.file for st in self.stores], dtype=object)
+        return np.repeat(files, np.diff(self.offsets)).astype(str)
+
+    def unit_groups(self, levels: Sequence[str]) -> dict[str, np.ndarray]:
+        """The group label of every unit at each of ``levels``, for a multi-resolution
+        signature (:class:`~sigmap_lib.signatures.CalibratedMultiResolution`).
+
+        Parameters
+        ----------
+        levels : sequence of {"source", "document"}
+            ``"source"``: the corpus file; ``"document"``: the document.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray, each shape (n_units,)
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> from sigmap_lib.inputs import ShardedCorpus, plan_corpus, write_shard_store
+        >>> Path("corpus").mkdir()
+        >>> _ = Path("corpus/a.txt").write_text("A river, a stone.")
+        >>> _ = Path("corpus/b.txt").write_text("42 clouds")
+        >>> corpus = ShardedCorpus([write_shard_store(s, "corpus", f"shards/{s.key}")
+        ...                         for s in plan_corpus("corpus", target_units=100)])
+        >>> groups = corpus.unit_groups(["source", "document"])
+        >>> groups["source"].tolist()[-3:], groups["document"].tolist()[-3:]
+        (['a.txt', 'b.txt', 'b.txt'], [0, 1, 1])
+        """
+        known = {"source": lambda: self.unit_source, "document": lambda: self.unit_doc}
+        bad = [lv for lv in levels if lv not in known]
+        if bad:
+            raise SigmapInputError(
+                f"signature levels {bad} unknown: a corpus has the levels "
+                "'source' (its file) and 'document'"
+            )
+        return {lv: known[lv]() for lv in levels}
+
     def unit_text(self, i: int) -> str:
         j, local = self.locate(i)
         return self.stores[j].unit_text(local)

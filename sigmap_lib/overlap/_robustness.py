@@ -189,6 +189,9 @@ def signature_robustness(
         kw = cls.select_params(dict(base) | changes)
         if models is not None and kw.get("strata") is not None:
             kw["strata"] = np.asarray(kw["strata"])[models]
+        if kw.get("levels") is not None:  # a multi-resolution main: the groups of these units
+            n = len(values)
+            kw["levels"] = {k: np.asarray(v)[offset : offset + n] for k, v in kw["levels"].items()}
         if not cls.calibrated:
             # the max-T permutations belong to a calibrated main: for forward selection
             # they would be a permutation null of the whole two-stage procedure (P passes)

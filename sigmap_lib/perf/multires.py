@@ -50,6 +50,8 @@ NULL_SCENARIOS = (
     "shrinking",
 )
 NULL_POINT_MAX, NULL_UPPER_MAX = 0.06, 0.085
+FDR_NULL_Q = 0.05
+FDR_QS = (0.05, 0.1)
 
 
 def _log(msg: str) -> None:
@@ -58,7 +60,7 @@ def _log(msg: str) -> None:
 
 def _null(scenario: str, m: int, docs: int, per: int, runs: int, p: int, seed: int) -> dict:
     rng = np.random.default_rng([seed, m, docs, per, len(scenario), sum(map(ord, scenario))])
-    anywhere = 0
+    anywhere = fdr_any = 0
     per_level: dict[str, int] = {}
     for run in range(runs):
         cw = clustered_world(scenario, m, docs, per, rng, n_sources=8)
@@ -66,6 +68,10 @@ def _null(scenario: str, m: int, docs: int, per: int, runs: int, p: int, seed: i
         method = CalibratedMultiResolution(levels=levels, n_permutations=p)
         [sig] = method.extract(cw.world.values, cw.world.scores, names=["b"], seed=run)
         anywhere += not sig.empty
+        [flat] = extract_signatures(
+            cw.world.values, cw.world.scores, n_permutations=p, seed=run, fdr=FDR_NULL_Q
+        )
+        fdr_any += not flat.empty
         for lv in sig.extra["levels"]:
             per_level[lv["level"]] = per_level.get(lv["level"], 0) + bool(lv["groups"])
     return {
@@ -78,6 +84,8 @@ def _null(scenario: str, m: int, docs: int, per: int, runs: int, p: int, seed: i
         "fwer_hierarchy_wilson95": list(wilson(anywhere, runs)),
         "per_level": {k: v / runs for k, v in per_level.items()},
         "per_level_wilson95": {k: list(wilson(v, runs)) for k, v in per_level.items()},
+        f"fdr_q{FDR_NULL_Q}_any_claim": fdr_any / runs,
+        f"fdr_q{FDR_NULL_Q}_any_claim_wilson95": list(wilson(fdr_any, runs)),
     }
 
 
@@ -92,6 +100,8 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
         ("flat_tp", "flat_sel", "doc_tp", "doc_sel", "unit_tp", "unit_sel", "src_sel"), 0
     )
     ratios = []
+    fdp: dict[float, list[float]] = {q: [] for q in FDR_QS}
+    fdr_tp = dict.fromkeys(FDR_QS, 0)
     for run in range(runs):
         cw = clustered_world(
             "linear", m, docs, per, rng, n_sources=10, planted_rho=rho, planted_documents=planted
@@ -113,6 +123,11 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
         c["unit_tp"] += int(np.isin(unit, truth_units).sum())
         c["unit_sel"] += unit.size
         c["src_sel"] += src.size
+        for q in FDR_QS:
+            [f] = extract_signatures(w.values, w.scores, n_permutations=p, seed=run, fdr=q)
+            hit = int(np.isin(f.units, truth_units).sum())
+            fdp[q].append((f.units.size - hit) / max(f.units.size, 1))
+            fdr_tp[q] += hit
     n_units, n_docs = runs * planted * per, runs * planted
     return {
         "m": m,
@@ -128,27 +143,43 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
         "multires_unit_recall": _ratio(c["unit_tp"], n_units),
         "multires_unit_precision": _ratio(c["unit_tp"], c["unit_sel"]),
         "sources_claimed_per_run": c["src_sel"] / runs,
+        **{f"fdr_q{q}": float(np.mean(fdp[q])) for q in FDR_QS},
+        **{
+            f"fdr_q{q}_se": float(np.std(fdp[q], ddof=1) / np.sqrt(runs)) if runs > 1 else 0.0
+            for q in FDR_QS
+        },
+        **{f"fdr_q{q}_unit_recall": _ratio(fdr_tp[q], n_units) for q in FDR_QS},
         "cost_vs_flat_median": float(np.median(ratios)),
         "cost_vs_flat_q90": float(np.quantile(ratios, 0.9)),
     }
 
 
 def _table(null: dict[str, dict], power: dict[str, dict]) -> str:
-    rows = ["scenario      m   FWER(hier) [Wilson 95%]   source  document  unit"]
+    rows = [
+        "scenario      m   FWER(hier) [Wilson 95%]   source  document  unit   "
+        f"FDR-mode any (q={FDR_NULL_Q}) [Wilson 95%]"
+    ]
     for r in null.values():
         lo, hi = r["fwer_hierarchy_wilson95"]
         lv = r["per_level"]
         rows.append(
             f"{r['scenario']:<12}{r['m']:>3}   {r['fwer_hierarchy']:.3f} [{lo:.3f}, {hi:.3f}]"
             f"      {lv.get('source', 0):.3f}   {lv.get('document', 0):.3f}   "
-            f"{lv.get('unit', 0):.3f}"
+            f"{lv.get('unit', 0):.3f}   {r[f'fdr_q{FDR_NULL_Q}_any_claim']:.3f} "
+            f"[{r[f'fdr_q{FDR_NULL_Q}_any_claim_wilson95'][0]:.3f}, "
+            f"{r[f'fdr_q{FDR_NULL_Q}_any_claim_wilson95'][1]:.3f}]"
         )
-    rows.append("m   d        docs  flat-unit-recall  doc-recall doc-precision  cost")
+    rows.append(
+        "m   d        docs  flat-unit-recall  doc-recall doc-precision  cost   "
+        "FDR q=0.05 (recall)   FDR q=0.1 (recall)"
+    )
     for r in power.values():
         rows.append(
             f"{r['m']:<4}{r['units']:<9}{r['documents']:<6}{r['flat_unit_recall']:<18.3f}"
             f"{r['document_recall']:<11.3f}{r['document_precision']:<14.3f}"
-            f"{r['cost_vs_flat_median']:.2f}x"
+            f"{r['cost_vs_flat_median']:.2f}x  "
+            f"{r['fdr_q0.05']:.3f} ({r['fdr_q0.05_unit_recall']:.3f})      "
+            f"{r['fdr_q0.1']:.3f} ({r['fdr_q0.1_unit_recall']:.3f})"
         )
     return "\n".join(rows)
 
@@ -214,11 +245,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         and r["fwer_hierarchy_wilson95"][1] <= NULL_UPPER_MAX
         for k, r in null.items()
     }
+    for k, r in null.items():
+        lo_hi = r[f"fdr_q{FDR_NULL_Q}_any_claim_wilson95"]
+        met[f"{k}_fdr_mode_null"] = (
+            r[f"fdr_q{FDR_NULL_Q}_any_claim"] <= NULL_POINT_MAX and lo_hi[1] <= NULL_UPPER_MAX
+        )
     for k, r in power.items():
         if r["m"] == 32:
             met[f"{k}_document_recall"] = r["document_recall"] >= 0.5
             met[f"{k}_flat_finds_little"] = r["flat_unit_recall"] < 0.1
             met[f"{k}_cost"] = r["cost_vs_flat_median"] <= 1.5
+        for q in FDR_QS:
+            met[f"{k}_fdr_q{q}"] = r[f"fdr_q{q}"] <= q + 0.01
     table = _table(null, power)
     _log("\n" + table)
     return {

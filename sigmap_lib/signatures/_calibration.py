@@ -521,6 +521,10 @@ def calibrated_signatures(
                 lo=0.0 if two_sided else -1.0,
                 n_units=part.n_units,
             )
+        for b in nulls:  # no claim: a finite threshold that nothing exceeds
+            if not np.isfinite(thresholds[b]):
+                gate = max_t_threshold(nulls[b], observed[b], fdr)
+                thresholds[b] = max(gate, observed[b])
     overflow = {
         b: t
         for b, t in thresholds.items()

@@ -22,7 +22,7 @@ from sigmap_lib.signatures._calibration import (
     calibrated_signatures,
     check_calibrated_models,
 )
-from sigmap_lib.signatures._max_t import MIN_MODELS_CALIBRATED
+from sigmap_lib.signatures._max_t import MIN_MODELS_CALIBRATED, MIN_UNITS_CALIBRATED
 from sigmap_lib.signatures._method import Interval, Options, Pass, SignatureMethod
 from sigmap_lib.signatures._result import Signature, values_source
 from sigmap_lib.signatures._statistics import check_benchmark
@@ -141,6 +141,7 @@ class CalibratedPartial(_MaxT):
 
     name: ClassVar[str] = "calibrated"
     min_models: ClassVar[int] = MIN_MODELS_CALIBRATED
+    min_units: ClassVar[int] = MIN_UNITS_CALIBRATED
     counterpart: ClassVar[str | None] = "calibrated-marginal"
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = _MAX_T_CONSTRAINTS | {
         "strata": [None, "array-like"],

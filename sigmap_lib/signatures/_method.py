@@ -131,6 +131,8 @@ class SignatureMethod(ABC):
         Each signature unit carries a finite fitted coefficient (:attr:`Signature.coef`).
     min_models : int
         The fewest scored models the method accepts for a benchmark.
+    min_units : int
+        The fewest corpus units the method accepts (:meth:`check_units`).
     default_permutations : int
         ``n_permutations`` when not given.
     counterpart : str or None
@@ -144,6 +146,7 @@ class SignatureMethod(ABC):
     reads_values: ClassVar[bool] = True
     fits_coefficients: ClassVar[bool] = False
     min_models: ClassVar[int] = 3
+    min_units: ClassVar[int] = 1
     default_permutations: ClassVar[int] = 0
     counterpart: ClassVar[str | None] = None
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
@@ -169,6 +172,17 @@ class SignatureMethod(ABC):
             where = f"benchmark {name!r}: " if name else ""
             raise SigmapInputError(
                 f"{where}{m} scored models; method={cls.name!r} needs >= {cls.min_models}"
+            )
+
+    @classmethod
+    def check_units(cls, d: int) -> None:
+        """Refuse a corpus of fewer than :attr:`min_units` units (one line naming it and the
+        fix)."""
+        if d < cls.min_units:
+            raise SigmapInputError(
+                f"{d} corpus units; method={cls.name!r} needs >= {cls.min_units} (general "
+                "quality, the mean over the units, is too noisy below that): add units, or "
+                "use method='aic' for an uncalibrated description"
             )
 
     def other_statistic(self) -> tuple[str, dict[str, Any]] | None:

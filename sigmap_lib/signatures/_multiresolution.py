@@ -282,7 +282,7 @@ class CalibratedMultiResolution(CalibratedPartial):
     counterpart: ClassVar[str | None] = None
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = {
         **CalibratedPartial._parameter_constraints,
-        "levels": [_Levels()],
+        "levels": [None, _Levels()],
         "fwer": [Options(("benchmark",))],
         "fdr": [None],
     }
@@ -290,6 +290,11 @@ class CalibratedMultiResolution(CalibratedPartial):
     levels: Any = None
 
     def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Signature]:
+        if self.levels is None:
+            raise SigmapInputError(
+                f"method={self.name!r} needs levels= (level name → the group label of "
+                "every unit, e.g. {'document': document_of_each_unit})"
+            )
         for b, name in enumerate(run.names):
             check_benchmark(scores[:, b], name)
         values = values_source(source, run.nll_arrays)

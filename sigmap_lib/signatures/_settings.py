@@ -38,6 +38,11 @@ class SignatureSettings:
         One set of permutation columns per set of scored models.
     tail_fraction, ranking, lasso_alpha :
         The Lasso's candidate tails, tie rule and penalty.
+    fdr : float or None
+        The calibrated test's false-discovery rate (None: the family-wise error ``alpha``).
+    hierarchy : str
+        ``calibrated-multiresolution``: the levels tested beside units, comma-separated
+        (``"source,document"``); the caller turns them into group labels per unit.
 
     Each method takes the fields that are its parameters (:meth:`method_params`); the
     others are kept so that a variant with another method (the robustness table) reads the
@@ -54,7 +59,7 @@ class SignatureSettings:
     >>> SignatureSettings.from_dict(s.to_dict()) == s
     True
     >>> SignatureSettings(k=200, shared_null=True).method_params()  # the calibrated default
-    {'two_sided': True, 'alpha': 0.05, 'shared_null': True}
+    {'two_sided': True, 'alpha': 0.05, 'shared_null': True, 'fdr': None}
     >>> SignatureSettings(k=200, method="ebic").method_object(n_permutations=5)
     ForwardEBIC(k=200, n_permutations=5)
     """
@@ -69,6 +74,8 @@ class SignatureSettings:
     tail_fraction: float = 1e-6
     ranking: str = "average"
     lasso_alpha: float = 0.01
+    fdr: float | None = None
+    hierarchy: str = ""
 
     def __post_init__(self) -> None:
         self.method_object()  # an unknown method or a parameter out of range: one line

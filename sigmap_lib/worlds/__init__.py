@@ -27,6 +27,7 @@ from ._preflight import (
     preflight_world,
     read_corpus_settings,
     read_semantic_settings,
+    read_signature_mode,
     read_signature_settings,
 )
 from ._synthetic import (
@@ -68,6 +69,7 @@ __all__ = [
     "read_corpus_settings",
     "read_minimums",
     "read_semantic_settings",
+    "read_signature_mode",
     "read_signature_settings",
     "sample_texts",
     "save_model",

@@ -616,10 +616,15 @@ def read_corpus_settings(values: dict) -> bool:
     return flag
 
 
+SIGNATURE_OPTIONS = ("strata", "method", "fdr", "levels")
+SIGNATURE_LEVELS = ("source", "document")
+
+
 def read_signature_settings(values: dict) -> str:
     """The ``signatures:`` group of ``settings.yaml``: ``strata`` (``"family"`` or
     ``"none"``, default ``"none"``), the registry column the calibrated signature test
     stratifies the models by when neither the run config nor ``sigmap run --strata`` says.
+    The group's other options are :func:`read_signature_mode`'s.
 
     Examples
     --------
@@ -627,13 +632,61 @@ def read_signature_settings(values: dict) -> str:
     >>> read_signature_settings({"strata": "family"}), read_signature_settings({})
     ('family', 'none')
     """
-    unknown = sorted(set(values) - {"strata"})
+    unknown = sorted(set(values) - set(SIGNATURE_OPTIONS))
     if unknown:
-        raise SigmapInputError(f"signatures: unknown option(s) {unknown}; known: ['strata']")
+        raise SigmapInputError(
+            f"signatures: unknown option(s) {unknown}; known: {list(SIGNATURE_OPTIONS)}"
+        )
     strata = values.get("strata", "none")
     if strata not in ("family", "none"):
         raise SigmapInputError(f"signatures: strata must be 'family' or 'none', got {strata!r}")
+    read_signature_mode(values)
     return str(strata)
+
+
+def read_signature_mode(values: dict) -> dict:
+    """The signature method of the ``signatures:`` group of ``settings.yaml``: ``method``
+    (a mode of :data:`~sigmap_lib.signatures.SIGNATURE_METHODS`, default
+    ``"calibrated"``), ``fdr`` (claim units at this false-discovery rate instead of the
+    family-wise error; default none) and ``levels`` (what
+    ``"calibrated-multiresolution"`` tests beside units: ``source`` and/or ``document``;
+    default both).
+
+    Examples
+    --------
+    >>> from sigmap_lib.worlds import read_signature_mode
+    >>> read_signature_mode({})
+    {'method': 'calibrated', 'fdr': None, 'levels': ['source', 'document']}
+    >>> read_signature_mode({"method": "calibrated-multiresolution", "levels": ["document"]})
+    {'method': 'calibrated-multiresolution', 'fdr': None, 'levels': ['document']}
+    >>> read_signature_mode({"fdr": 2})
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: signatures: fdr must be a number in (0, 1), got 2
+    """
+    from sigmap_lib.signatures import method_class
+
+    method = values.get("method", "calibrated")
+    if not isinstance(method, str):
+        raise SigmapInputError(f"signatures: method must be a method name, got {method!r}")
+    method_class(method)  # an unknown method: one line naming the known ones
+    fdr = values.get("fdr")
+    if fdr is not None and (
+        isinstance(fdr, bool) or not isinstance(fdr, int | float) or not 0.0 < fdr < 1.0
+    ):
+        raise SigmapInputError(f"signatures: fdr must be a number in (0, 1), got {fdr!r}")
+    levels = values.get("levels", list(SIGNATURE_LEVELS))
+    if isinstance(levels, str):
+        levels = [levels]
+    if (
+        not isinstance(levels, list)
+        or not levels
+        or any(lv not in SIGNATURE_LEVELS for lv in levels)
+    ):
+        raise SigmapInputError(
+            f"signatures: levels must be a list of {list(SIGNATURE_LEVELS)}, got {levels!r}"
+        )
+    return {"method": method, "fdr": None if fdr is None else float(fdr), "levels": levels}
 
 
 def _world_minimums(base: Path, overrides: dict | None) -> WorldMinimums:

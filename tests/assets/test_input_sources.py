@@ -149,6 +149,13 @@ def test_the_observer_records_each_change_once_and_launches_nothing(
     assert set(observed(observer_tick(project))) == {"coverage_minimum"}
     write_project_config(str(project.storage.root), minimums={"coverage_models": 5})
     assert isinstance(observer_tick(project), dg.SkipReason)  # the same value: no change
+    # the world's signature method and error mode: `signature_mode` only
+    settings = synthetic_world / "settings.yaml"
+    before = settings.read_text() if settings.exists() else ""
+    settings.write_text(before + "\nsignatures:\n  fdr: 0.1\n")
+    assert set(observed(observer_tick(project))) == {"signature_mode"}
+    settings.write_text(before + "\nsignatures:\n  fdr: 0.1\n  strata: none\n")
+    assert isinstance(observer_tick(project), dg.SkipReason)  # the same values in effect
 
     # an lm-eval folder appears; the UI observed it first: the sensor does not repeat it
     logs = synthetic_world / "lm_eval_logs" / "m1"

@@ -122,3 +122,47 @@ def test_a_request_of_only_skipped_benchmarks_stores_their_reasons(project: Proj
     assert res.success
     s = json.loads(layout.signature_summary(key).read_text())
     assert s["skipped"] == why and s["units"] == []
+
+
+def test_multiresolution_and_fdr_run_through_the_graph(project: Project) -> None:
+    """The world's `signatures:` settings choose the method: sources and documents tested
+    beside units, their claims stored per level; the signature level's null re-extracts
+    with the same levels; then the false-discovery mode from the run config."""
+    project.through("screening")
+    settings = project.world.root() / "settings.yaml"
+    settings.write_text(
+        "signatures:\n  method: calibrated-multiresolution\n  levels: [source, document]\n"
+    )
+    res = project.materialize(["signatures"], prange=project._brange())
+    checks = res.get_asset_check_evaluations()
+    assert checks and all(c.passed for c in checks), [c.metadata for c in checks]
+    layout, keys = project.storage.layout, project.keys("benchmarks")
+    ran = 0
+    for k in keys:
+        s = json.loads(layout.signature_summary(k).read_text())
+        if "skipped" in s:
+            continue
+        ran += 1
+        assert s["method"] == "calibrated-multiresolution"
+        assert s["settings"]["hierarchy"] == "source,document"
+        assert [lv["level"] for lv in s["levels"]] == ["source", "document", "unit"]
+        assert all(isinstance(d, int) for d in s["levels"][1]["groups"])
+        assert all(src.endswith((".txt", ".jsonl", ".parquet")) for src in s["levels"][0]["groups"])
+    assert ran >= 2
+    res = project.materialize(
+        ["signature_overlap"],
+        run_config={
+            "ops": {"signature_overlap": {"config": {"n_permutations": 3, "n_bootstrap": 10}}}
+        },
+    )
+    assert res.success
+    res = project.materialize(
+        ["signatures"],
+        prange=project._brange(),
+        run_config={"ops": {"signatures": {"config": {"method": "calibrated", "fdr": 0.1}}}},
+    )
+    assert res.success
+    for k in keys:
+        s = json.loads(layout.signature_summary(k).read_text())
+        if "skipped" not in s:
+            assert s["calibration"]["fdr"] == 0.1 and s["settings"]["fdr"] == 0.1

@@ -288,11 +288,28 @@ UNIT_SCHEMA = {
 
 
 class SignatureConfig(SigmapConfig):
-    method: str = "calibrated"
-    """calibrated (default; the max-T test of the partial correlation given general quality:
+    method: str = ""
+    """calibrated (the max-T test of the partial correlation given general quality:
     Spearman of the units' NLL and the scores, both residualized on a spline of the models'
-    mean NLL) | calibrated-marginal (the same on the Thrush correlation) | lasso
-    (the authors' published code, §2b) | aic | bic | ebic (the paper's text, §3)."""
+    mean NLL) | calibrated-multiresolution (the same test of sources, documents and units,
+    the error held over all levels) | calibrated-marginal (the same on the Thrush
+    correlation) | lasso (the authors' published code, §2b) | aic | bic | ebic (the paper's
+    text, §3); "" (default) takes the world's `settings.yaml` → `signatures: method`, else
+    calibrated."""
+    fdr: float | None = None
+    """Calibrated test: claim units at this false-discovery rate instead of the family-wise
+    error alpha; None (default) takes the world's `signatures: fdr`, else none."""
+    levels: str = ""
+    """calibrated-multiresolution: the levels tested beside units, comma-separated
+    ("source,document"); "" (default) takes the world's `signatures: levels`, else both."""
+
+    def mode(self, world: WorldResource) -> tuple[str, float | None, str]:
+        """The method, false-discovery rate and levels in effect: this config's, else the
+        world's settings."""
+        dflt = world.signature_mode()
+        fdr = self.fdr if self.fdr is not None else dflt["fdr"]
+        return self.method or dflt["method"], fdr, self.levels or ",".join(dflt["levels"])
+
     permutations: int = 199
     """Max-T permutations of the calibrated methods (999 for reported p-values)."""
     alpha: float = 0.05
@@ -362,7 +379,8 @@ def signatures(
     from sigmap_lib.errors import SigmapInputError
     from sigmap_lib.signatures import method_class
 
-    method = method_class(config.method)
+    mode = config.mode(world)
+    method = method_class(mode[0])
     state = StoredState.read(storage)
     cur, requested = state.current, list(context.partition_keys)
     screened = {k: state.stored_screen(k) for k in requested}
@@ -376,14 +394,17 @@ def signatures(
         )
     skipped = {k: v["skipped"] for k, v in screened.items() if "skipped" in v}
     for j, key in enumerate(requested):
-        try:  # a method refuses benchmarks scored by too few models for it
+        try:  # a method refuses benchmarks scored by too few models, or too few units
             method.check_models(int(np.isfinite(y_all[:, j]).sum()), name=key)
+            method.check_units(cur.n_units)
         except SigmapInputError as exc:
             skipped.setdefault(key, str(exc))
     keys = [k for k in requested if k not in skipped]
     opened = state.open_current() if keys else None
     y = y_all[:, [requested.index(k) for k in keys]]
-    stored, tables = extract_and_store(state, config, keys, screened, y, strata, opened, skipped)
+    stored, tables = extract_and_store(
+        state, config, mode, keys, screened, y, strata, opened, skipped
+    )
     for key, table in tables.items():
         context.add_asset_metadata(table, partition_key=key)
     if not keys:
@@ -397,7 +418,7 @@ def signatures(
         metadata={
             "benchmarks": len(keys),
             "not_screened": dg.MetadataValue.json(skipped),
-            "method": config.method,
+            "method": mode[0],
             "empty": dg.MetadataValue.json([r["benchmark"] for r in rows if r["units"] == 0]),
             "summary": dg.MetadataValue.md(md_table(rows, max_rows=100)),
             "signatures": dg.MetadataValue.md("\n\n".join(mds)),
@@ -409,23 +430,29 @@ def signatures(
     )
 
 
-def extract(config: SignatureConfig, keys, screened: dict, y, strata, opened) -> tuple:
-    """The signatures of ``keys`` (settings from their screens and ``config``) and the
-    settings stored with each."""
+def extract(config: SignatureConfig, mode, keys, screened: dict, y, strata, opened) -> tuple:
+    """The signatures of ``keys`` (settings from their screens, ``config`` and the
+    ``(method, fdr, levels)`` in effect) and the settings stored with each."""
     from sigmap_lib.signatures import SignatureSettings, extract_signatures
 
     screen = screened[keys[0]]
+    method_name, fdr, levels = mode
     settings = SignatureSettings(
         k=screen["k"],
         statistic=screen["statistic"],
         two_sided=screen["two_sided"],
         gamma=config.gamma,
-        method=config.method,
+        method=method_name,
         alpha=config.alpha,
         shared_null=config.shared_null,
+        fdr=fdr if settings_take_fdr(method_name) else None,
+        hierarchy=levels if method_name == "calibrated-multiresolution" else "",
     )
     strata_column, labels = strata
-    method = settings.method_object(**extract_options(config, settings.method_class, labels))
+    options = extract_options(config, settings.method_class, labels)
+    if settings.hierarchy:
+        options["levels"] = opened.corpus.unit_groups(settings.hierarchy.split(","))
+    method = settings.method_object(**options)
     sigs = extract_signatures(
         opened.ranks,
         y,
@@ -443,8 +470,23 @@ def extract(config: SignatureConfig, keys, screened: dict, y, strata, opened) ->
     return sigs, extras
 
 
+def settings_take_fdr(method: str) -> bool:
+    """Whether the method has the false-discovery mode (``fdr`` is one of its parameters)."""
+    from sigmap_lib.signatures import method_class
+
+    return "fdr" in method_class(method).parameter_names()
+
+
 def extract_and_store(
-    state: StoredState, config: SignatureConfig, keys, screened: dict, y, strata, opened, skipped
+    state: StoredState,
+    config: SignatureConfig,
+    mode,
+    keys,
+    screened: dict,
+    y,
+    strata,
+    opened,
+    skipped,
 ) -> tuple[list[tuple], dict]:
     """Extract the signatures of ``keys`` (settings from their screens and ``config``) and
     write each one (units in context, summary, null plot), then the skipped benchmarks'
@@ -455,7 +497,7 @@ def extract_and_store(
     from sigmap_lib.signatures import signature_table
 
     layout, cur = state.layout, state.current
-    sigs, extras = extract(config, keys, screened, y, strata, opened) if keys else ([], {})
+    sigs, extras = extract(config, mode, keys, screened, y, strata, opened) if keys else ([], {})
     out, tables = [], {}
     for key, sig in zip(keys, sigs):
         units = signature_table(sig, opened.corpus, n_left=config.context_units)

@@ -79,7 +79,14 @@ def signature_problems(s: dict) -> str | None:
         t = cal["threshold"]
         if t is None or not np.isfinite(t):
             return "non-finite threshold"
-        if cal["units"] != units:
+        if "levels" in s:  # multi-resolution: claimed units and the units of claimed groups
+            if not set(cal["units"]) <= set(units):
+                return "claimed units missing from the signature"
+            for lv in s["levels"]:
+                st = np.abs(np.asarray(lv["statistics"], dtype=float))
+                if not np.all(st > lv["threshold"]):
+                    return f"a claimed {lv['level']} does not exceed its threshold"
+        elif cal["units"] != units:
             return "calibration units differ from the signature's"
         strength = np.abs(np.asarray(cal["values"], dtype=float))
         if units and not np.all(strength > t):

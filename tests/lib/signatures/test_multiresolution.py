@@ -192,7 +192,9 @@ def test_summary_is_json_and_through_extract_signatures() -> None:
 def test_bad_levels_and_too_few_units_get_one_line() -> None:
     rng = np.random.default_rng(9)
     w = hard_world("linear", 24, 200, rng)
-    with pytest.raises(SigmapInputError, match="levels must be a non-empty mapping"):
+    with pytest.raises(SigmapInputError, match="needs levels="):
+        CalibratedMultiResolution().extract(w.values, w.scores, names=["b"])
+    with pytest.raises(SigmapInputError, match="levels must be None or a non-empty mapping"):
         CalibratedMultiResolution(levels=[1, 2]).extract(w.values, w.scores, names=["b"])
     with pytest.raises(SigmapInputError, match="levels must be"):
         CalibratedMultiResolution(levels={"unit": np.zeros(200)}).extract(
