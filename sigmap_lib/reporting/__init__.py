@@ -35,7 +35,13 @@ from ._plots import (
     level_distributions,
     scatter_true_vs_pred,
 )
-from ._signatures import detection_text, null_threshold_plot, signature_rows, signature_sections
+from ._signatures import (
+    detection_text,
+    levels_text,
+    null_threshold_plot,
+    signature_rows,
+    signature_sections,
+)
 from ._truth import truth_sections
 
 __all__ = [
@@ -50,6 +56,7 @@ __all__ = [
     "honest_sections",
     "level_analyses",
     "level_distributions",
+    "levels_text",
     "markdown_table",
     "matching_domain_summary",
     "metabench_report",

@@ -171,6 +171,7 @@ def detection_text(summaries: Mapping[str, Mapping[str, Any]]) -> str:
     groups: dict[tuple[int, int, float, int | None], list[tuple[str, float]]] = {}
     scope: set[str] = set()
     strata: set[bool] = set()
+    rates: set[float] = set()
     for bm, s in summaries.items():
         cal = s.get("calibration") or {}
         if not str(cal.get("statistic", "")).startswith("partial") or cal.get("threshold") is None:
@@ -185,6 +186,8 @@ def detection_text(summaries: Mapping[str, Mapping[str, Any]]) -> str:
         groups.setdefault(key, []).append((bm, float(cal["threshold"])))
         scope.add(str(cal.get("fwer") or "benchmark"))
         strata.add(bool(cal.get("controlled_for_strata")))
+        if cal.get("fdr") is not None:
+            rates.add(float(cal["fdr"]))
     if not groups:
         return ""
     parts = [
@@ -211,8 +214,62 @@ def detection_text(summaries: Mapping[str, Mapping[str, Any]]) -> str:
     parts.append(
         f"Family-wise error controlled at α = {', '.join(f'{a:g}' for a in alphas)} over "
         f"{over}; {fam}."
+        if not rates
+        else f"False-discovery rate controlled at q = {', '.join(f'{r:g}' for r in sorted(rates))}"
+        " (a permutation null pooled over the units, behind a max-T gate at q: on a world "
+        f"without signal nothing is claimed with probability ≥ 1 − q); {fam}."
     )
-    return " ".join(parts)
+    levels = levels_text(summaries)
+    return " ".join(parts) + (f"\n\n{levels}" if levels else "")
+
+
+def levels_text(summaries: Mapping[str, Mapping[str, Any]]) -> str:
+    """The multi-resolution signatures' claims per level, with what each level can detect.
+
+    Parameters
+    ----------
+    summaries : mapping
+        Benchmark -> ``Signature.summary()`` (as stored); those without ``levels`` are
+        passed over.
+
+    Returns
+    -------
+    str
+        Empty when no signature is multi-resolution.
+
+    Examples
+    --------
+    >>> from sigmap_lib.reporting import levels_text
+    >>> cal = {"n_models": 32, "alpha": 0.05}
+    >>> lv = [{"level": "document", "n_groups": 1000, "groups": [4, 9], "threshold": 0.74},
+    ...       {"level": "unit", "n_groups": 100000, "groups": [], "threshold": 0.83}]
+    >>> print(levels_text({"arc": {"calibration": cal, "levels": lv}}))
+    **Levels.** Multi-resolution signatures test groups of units (their mean value per model) beside the units, with the family-wise error held over all levels together (single-step min-P); a claimed group's units are in the signature. arc (m = 32): document 2 of 1,000 claimed (threshold 0.74; one level alone: 0.69, |partial ρ| = 0.6 needs about 44 models); unit 0 of 100,000 claimed (threshold 0.83; one level alone: 0.79, |partial ρ| = 0.6 needs about 64 models).
+    """
+    from sigmap_lib.signatures import detectable_rho, models_needed
+
+    rows = []
+    for bm, s in summaries.items():
+        levels = s.get("levels")
+        cal = s.get("calibration") or {}
+        if not levels or not cal:
+            continue
+        m, alpha = int(cal["n_models"]), float(cal.get("alpha") or 0.05)
+        parts = [
+            f"{lv['level']} {len(lv['groups']):,} of {int(lv['n_groups']):,} claimed (threshold "
+            f"{float(lv['threshold']):.2f}; one level alone: "
+            f"{detectable_rho(m, int(lv['n_groups']), alpha):.2f}, |partial ρ| = 0.6 needs "
+            f"about {models_needed(0.6, int(lv['n_groups']), alpha)} models)"
+            for lv in levels
+        ]
+        rows.append(f"{bm} (m = {m}): " + "; ".join(parts) + ".")
+    if not rows:
+        return ""
+    return (
+        "**Levels.** Multi-resolution signatures test groups of units (their mean value per "
+        "model) beside the units, with the family-wise error held over all levels together "
+        "(single-step min-P); a claimed group's units are in the signature. " + " ".join(rows)
+    )
 
 
 def signature_sections(
