@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+import pandas as pd
 import scipy.sparse as sp
 
 from sigmap_lib.errors import SigmapInputError
@@ -131,6 +132,10 @@ def group_sums(
     labs = [np.asarray(lab, dtype=np.int64) for lab in levels]
     sizes = [int(lab.max()) + 1 if lab.size else 0 for lab in labs]
     sums = [np.zeros((g, m)) for g in sizes]
+    # a level that is a function of a finer level's groups (sources of documents) is summed
+    # from that level's sums after the pass
+    parent = [_nested_in(i, labs, sizes) for i in range(len(labs))]
+    direct = [i for i, p in enumerate(parent) if p is None]
     total = np.zeros(m)
     for start, block in chunks:
         n = block.shape[0]
@@ -143,10 +148,34 @@ def group_sums(
             bad = int(np.flatnonzero(~np.isfinite(s))[0])
             raise SigmapInputError(f"model column {bad}: an infinite value in units {start}..")
         total += s
-        for lab, g, out in zip(labs, sizes, sums):
-            ind = sp.csr_matrix((np.ones(n), (lab[start : start + n], np.arange(n))), shape=(g, n))
-            out += ind @ b
+        for i in direct:
+            lab = labs[i][start : start + n]
+            ind = sp.csr_matrix((np.ones(n), (lab, np.arange(n))), shape=(sizes[i], n))
+            sums[i] += ind @ b
+    for i, p in enumerate(parent):
+        if p is not None:
+            of = np.zeros(sizes[p], dtype=np.int64)
+            of[labs[p]] = labs[i]
+            sums[i] = (
+                sp.csr_matrix(
+                    (np.ones(sizes[p]), (of, np.arange(sizes[p]))), shape=(sizes[i], sizes[p])
+                )
+                @ sums[p]
+            )
     return sums, total, d
+
+
+def _nested_in(i: int, labs: list[np.ndarray], sizes: list[int]) -> int | None:
+    """A finer level (more groups) whose every group lies inside one group of level ``i``
+    and which is itself summed directly, or None."""
+    for j in sorted(range(len(labs)), key=lambda k: -sizes[k]):
+        if j == i or sizes[j] <= sizes[i] or labs[j].size != labs[i].size:
+            continue
+        of = np.full(sizes[j], -1, dtype=np.int64)
+        of[labs[j]] = labs[i]
+        if np.array_equal(of[labs[j]], labs[i]) and _nested_in(j, labs, sizes) is None:
+            return j
+    return None
 
 
 @dataclass
@@ -240,8 +269,16 @@ def _labels(levels: Mapping[str, Any], d: int) -> dict[str, tuple[np.ndarray, np
                 f"level {name!r}: {arr.size} group labels for {d} units; give one label per "
                 "unit (e.g. the document id of every unit)"
             )
-        ids, inverse = np.unique(arr, return_inverse=True)
-        out[name] = (ids, inverse.astype(np.int64))
+        if arr.dtype.kind in "iu" and arr.size and arr.min() >= 0:
+            # integer ids (document numbers): a lookup table instead of a sort
+            present = np.flatnonzero(np.bincount(arr))
+            index = np.zeros(int(arr.max()) + 1, dtype=np.int64)
+            index[present] = np.arange(present.size)
+            out[name] = (present.astype(arr.dtype), index[arr])
+            continue
+        # other labels (file names): hashed, in sorted order of the labels
+        codes, uniques = pd.factorize(arr, sort=True)
+        out[name] = (np.asarray(uniques), codes.astype(np.int64))
     return out
 
 
