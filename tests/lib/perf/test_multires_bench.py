@@ -13,7 +13,7 @@ import pytest
 @pytest.mark.slow
 def test_bench_multires_quick_reports_null_and_power_per_level() -> None:
     cmd = [sys.executable, "-m", "sigmap_assets.cli", "bench", "multires", "--quick",
-           "--only", "linear", "reallike", "--workers", "1"]  # fmt: skip
+           "--only", "linear", "reallike", "--workers", "1", "--real-models", "32"]  # fmt: skip
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
@@ -26,3 +26,11 @@ def test_bench_multires_quick_reports_null_and_power_per_level() -> None:
     assert power["m"] == 32 and power["planted_documents"] == 2
     assert power["document_recall"] > power["flat_unit_recall"]
     assert power["cost_vs_flat_median"] > 0 and "m32_docs200_cost" in res["targets_met"]
+    for q in (0.05, 0.1):
+        assert 0.0 <= power[f"fdr_q{q}"] <= 1.0 and 0.0 <= power[f"fdr_q{q}_unit_recall"] <= 1.0
+    for row in res["null"].values():
+        assert 0.0 <= row["fdr_q0.05_any_claim"] <= 0.25
+    real = res["real_fdr_null"]
+    if real:  # ../shared/data present: every real-loading shape at m = 32
+        assert {r["m"] for r in real.values()} == {32} and len(real) == 7
+        assert all(r["runs"] == 20 and r["fdr_q0.05_any_claim"] <= 0.25 for r in real.values())
