@@ -101,18 +101,12 @@ def _real_fdr_null(shape: str, m: int, runs: int, p: int, seed: int, data: str) 
     """The FDR mode on null scores built from the 89 real models' own quality
     (:func:`~sigmap_lib.perf.recovery.real_null_scores`): share of runs with any claim."""
     from sigmap_lib.inputs import read_perplexity_correlations
-    from sigmap_lib.perf.recovery import real_null_scores
+    from sigmap_lib.perf.recovery import real_null_draws
 
     mm = read_perplexity_correlations(data)
-    arc = mm.scores()[:, mm.benchmarks.index("arc_easy")]
     rng = np.random.default_rng([seed, m, sum(map(ord, shape)), 37])
     hits = 0
-    n_models = mm.values.shape[1]
-    for run in range(runs):
-        idx = np.sort(rng.choice(n_models, m, replace=False)) if m < n_models else np.arange(m)
-        v = mm.values[:, idx]
-        y = real_null_scores(shape, v, rng, arc[idx])
-        strata = mm.families[idx] if shape == "families" else None
+    for run, (v, y, strata) in enumerate(real_null_draws(mm, shape, m, runs, rng)):
         [sig] = extract_signatures(v, y, n_permutations=p, seed=run, strata=strata, fdr=FDR_NULL_Q)
         hits += not sig.empty
     return {

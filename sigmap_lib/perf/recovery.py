@@ -41,6 +41,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -292,23 +293,32 @@ def real_null_scores(
     raise ValueError(shape)
 
 
+def real_null_draws(
+    mm: Any, shape: str, m: int, runs: int, rng: np.random.Generator
+) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray | None]]:
+    """``runs`` fresh real-loading null draws of the perplexity-correlations models ``mm``:
+    per run ``m`` random models (all at ``m = 89``), their values ``(d, m)``, null scores of
+    ``shape`` (:func:`real_null_scores`) and, for ``"families"``, their families as strata."""
+    arc = mm.scores()[:, mm.benchmarks.index("arc_easy")]
+    n_models = mm.values.shape[1]
+    for _ in range(runs):
+        idx = np.sort(rng.choice(n_models, m, replace=False)) if m < n_models else np.arange(m)
+        v = mm.values[:, idx]
+        y = real_null_scores(shape, v, rng, arc[idx])
+        yield v, y, mm.families[idx] if shape == "families" else None
+
+
 def _real_null(spec: tuple, runs: int, p: int, seed: int, data: str) -> dict[str, Any]:
     from sigmap_lib.inputs import read_perplexity_correlations
     from sigmap_lib.signatures import extract_signatures
 
     name, shape, m = spec
     mm = read_perplexity_correlations(data)
-    arc = mm.scores()[:, mm.benchmarks.index("arc_easy")]
     idx_spec = [s[0] for s in REAL_SCENARIOS].index(name)
     rng = np.random.default_rng([seed, idx_spec, 31])
     hits = units = 0
     t0 = time.perf_counter()
-    n_models = mm.values.shape[1]
-    for run in range(runs):
-        idx = np.sort(rng.choice(n_models, m, replace=False)) if m < n_models else np.arange(m)
-        v = mm.values[:, idx]
-        y = real_null_scores(shape, v, rng, arc[idx])
-        strata = mm.families[idx] if shape == "families" else None
+    for run, (v, y, strata) in enumerate(real_null_draws(mm, shape, m, runs, rng)):
         [sig] = extract_signatures(v, y, n_permutations=p, seed=seed * 100_003 + run, strata=strata)
         hits += not sig.empty
         units += sig.units.size
