@@ -336,6 +336,18 @@ def scaled_colmax(prod, inv, colmax, two_sided):  # pragma: no cover - compiled
 
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
+def group_add(block, lab, out):  # pragma: no cover - compiled
+    """``out[lab[i], :] += block[i, :]`` for every row ``i`` of ``block (n, m)`` (any float
+    dtype), accumulated in ``out (G, m)`` float64: the per-group sums of a multi-resolution
+    level, one read of the block."""
+    n, m = block.shape
+    for i in range(n):
+        g = lab[i]
+        for j in range(m):
+            out[g, j] += block[i, j]
+
+
+@nb.njit(boundscheck=False, nogil=True, cache=True)
 def scaled_colmax_hist(prod, inv, colmax, two_sided, den, col_set, hist, lo):  # pragma: no cover
     """:func:`scaled_colmax`, and the histogram of every permuted statistic: the value
     ``v = f(prod[i, c] · inv[i]) / den[c]`` of unit ``i`` under column ``c`` is counted in

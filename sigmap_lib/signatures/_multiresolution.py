@@ -69,7 +69,7 @@ from sigmap_lib.signatures._max_t_methods import CalibratedPartial
 from sigmap_lib.signatures._method import Options, Pass
 from sigmap_lib.signatures._result import Signature, values_source
 from sigmap_lib.signatures._screening import raise_on_nan, source_chunks
-from sigmap_lib.signatures._statistics import check_benchmark
+from sigmap_lib.signatures._statistics import check_benchmark, kernels
 
 UNIT_LEVEL = "unit"
 
@@ -137,21 +137,22 @@ def group_sums(
     parent = [_nested_in(i, labs, sizes) for i in range(len(labs))]
     direct = [i for i, p in enumerate(parent) if p is None]
     total = np.zeros(m)
+    kern = kernels()
     for start, block in chunks:
         n = block.shape[0]
         if n == 0:
             continue
-        b = np.asarray(block, dtype=np.float64)
-        s = b.sum(axis=0)
+        b = np.ascontiguousarray(block)
+        s = b.sum(axis=0, dtype=np.float64)
         if not np.isfinite(s).all():
             raise_on_nan(block, start)
             bad = int(np.flatnonzero(~np.isfinite(s))[0])
             raise SigmapInputError(f"model column {bad}: an infinite value in units {start}..")
         total += s
+        if b.dtype.kind != "f":
+            b = b.astype(np.float64)
         for i in direct:
-            lab = labs[i][start : start + n]
-            ind = sp.csr_matrix((np.ones(n), (lab, np.arange(n))), shape=(sizes[i], n))
-            sums[i] += ind @ b
+            kern.group_add(b, labs[i][start : start + n], sums[i])
     for i, p in enumerate(parent):
         if p is not None:
             of = np.zeros(sizes[p], dtype=np.int64)
