@@ -511,7 +511,18 @@ def add_null_bench_arguments(
 
 
 def realmodels_dir(data: str | None) -> Path:
-    """The ``realmodels`` folder of ``data`` (by default of the shared data folder)."""
+    """The ``realmodels`` folder of the real-loading benches.
+
+    Parameters
+    ----------
+    data : str or None
+        The shared data folder (``--data``); None for :func:`sigmap_lib.studies.shared_data_dir`.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<data>/realmodels`` (it may not exist).
+    """
     from sigmap_lib.studies import shared_data_dir
 
     return (Path(data) if data else shared_data_dir()) / "realmodels"
