@@ -10,10 +10,13 @@ result.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import dagster as dg
+
+#: One partition's check outcome: ``(passed, metadata)``.
+PartitionResult = tuple[bool, Mapping[str, Any]]
 
 
 def check_partition_keys(context: dg.AssetCheckExecutionContext) -> list[str]:
@@ -28,7 +31,7 @@ def partitioned_check_result(
     context: dg.AssetCheckExecutionContext,
     asset_key: dg.AssetKey,
     check_name: str,
-    results: Mapping[str, tuple[bool, Mapping[str, Any]]],
+    results: Mapping[str, PartitionResult],
     *,
     summary: Mapping[str, Any] | None = None,
 ) -> dg.AssetCheckResult:
@@ -54,4 +57,46 @@ def partitioned_check_result(
         )
     return dg.AssetCheckResult(
         passed=all(p for p, _ in results.values()), metadata=dict(summary or {})
+    )
+
+
+def check_each_partition(
+    context: dg.AssetCheckExecutionContext,
+    asset_key: dg.AssetKey,
+    check_name: str,
+    check_one: Callable[[str], PartitionResult],
+    *,
+    summary: Callable[[Mapping[str, PartitionResult]], Mapping[str, Any]] | None = None,
+) -> dg.AssetCheckResult:
+    """Check every partition the run covers with ``check_one`` and report the results.
+
+    Parameters
+    ----------
+    context : dagster.AssetCheckExecutionContext
+    asset_key : dagster.AssetKey
+        The checked asset.
+    check_name : str
+    check_one : callable
+        ``partition key -> (passed, metadata)``; the metadata of a failed partition names
+        its ``"problem"``.
+    summary : callable, optional
+        ``{key: (passed, metadata)} -> metadata`` added to the overall result's.
+
+    Returns
+    -------
+    dagster.AssetCheckResult
+        As :func:`partitioned_check_result`, with ``problems`` (partition -> problem of each
+        failed one) and ``summary``'s entries as the overall metadata.
+    """
+    results = {key: check_one(key) for key in check_partition_keys(context)}
+    problems = {k: m["problem"] for k, (ok, m) in results.items() if not ok}
+    return partitioned_check_result(
+        context,
+        asset_key,
+        check_name,
+        results,
+        summary={
+            "problems": dg.MetadataValue.json(problems),
+            **(summary(results) if summary else {}),
+        },
     )

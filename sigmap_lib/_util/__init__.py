@@ -13,7 +13,7 @@ from ._atomic import (
 )
 from ._checks import array_like
 from ._concat import ConcatArray
-from ._files import files_in, files_stamp, read_head
+from ._files import files_in, files_stamp, read_folder_json, read_head
 from ._tables import iter_jsonl, load_json, read_table, row_label, table_kind
 from ._threads import single_blas_thread
 
@@ -30,6 +30,7 @@ __all__ = [
     "iter_jsonl",
     "json_default",
     "load_json",
+    "read_folder_json",
     "read_head",
     "read_table",
     "row_label",

@@ -7,9 +7,11 @@ Every error is a :class:`SigmapInputError` naming ``what`` and the path.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from sigmap_lib.errors import SigmapInputError
 
@@ -67,6 +69,31 @@ def read_head(path: Path, n: int, what: str) -> bytes:
             return f.read(n)
     except OSError as exc:
         raise SigmapInputError(f"{what} {path} cannot be read ({exc})") from exc
+
+
+def read_folder_json(folder: str | Path, name: str, what: str) -> tuple[Path, Any]:
+    """``(path, content)`` of the JSON file ``name`` that marks ``folder`` as a ``what``;
+    a :class:`SigmapInputError` ``"<folder> is not a <what> (missing <name>)"`` when the
+    file is absent.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> root = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (root / "truth.json").write_text('{"world": "synthetic"}')
+    >>> path, truth = read_folder_json(root, "truth.json", "synthetic world")
+    >>> path.name, truth["world"]
+    ('truth.json', 'synthetic')
+    >>> read_folder_json(root, "models.json", "rank store")
+    Traceback (most recent call last):
+    ...
+    sigmap_lib.errors.SigmapInputError: ... is not a rank store (missing models.json)
+    """
+    folder = Path(folder)
+    path = folder / name
+    if not path.exists():
+        raise SigmapInputError(f"{folder} is not a {what} (missing {name})")
+    return path, json.loads(path.read_text())
 
 
 def files_stamp(files: Iterable[str | Path], root: str | Path | None = None) -> str:

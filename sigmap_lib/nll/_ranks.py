@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib._util._atomic import atomic_dir
+from sigmap_lib._util._files import read_folder_json
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll._arrays import (
     _raw_chunks,
@@ -78,10 +79,7 @@ class RankStore:
     def open(cls, path: str | os.PathLike[str]) -> RankStore:
         """Open a store written by :func:`build_rank_store`."""
         p = Path(path)
-        meta_path = p / "models.json"
-        if not meta_path.exists():
-            raise SigmapInputError(f"{p} is not a rank store (missing models.json)")
-        meta = json.loads(meta_path.read_text())
+        meta_path, meta = read_folder_json(p, "models.json", "rank store")
         if meta.get("format") != STORE_FORMAT or meta.get("encoding") != RANK_ENCODING:
             raise SigmapInputError(
                 f"{meta_path}: unsupported rank store format {meta.get('format')!r} / "

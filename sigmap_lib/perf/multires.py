@@ -35,12 +35,11 @@ import os
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sigmap_lib.perf.recovery import wilson
+from sigmap_lib.perf.recovery import add_null_bench_arguments, realmodels_dir, wilson
 from sigmap_lib.signatures import CalibratedMultiResolution, extract_signatures
 from sigmap_lib.worlds import clustered_world
 
@@ -232,16 +231,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--documents", type=int, nargs="+", default=[1000])
     ap.add_argument("--units-per-document", type=int, default=100)
     ap.add_argument("--rho", type=float, default=0.6)
-    ap.add_argument("--permutations", type=int, default=99)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--only", nargs="*", default=None, help="null scenarios to run (names)")
-    ap.add_argument("--quick", action="store_true", help="smoke: 20 runs, small worlds")
-    ap.add_argument(
-        "--data",
-        default=None,
-        help="shared/data (default $SIGMAP_SHARED_DATA); its realmodels folder adds the FDR "
-        "mode on real-loading null scores (skipped when absent)",
+    add_null_bench_arguments(
+        ap,
+        permutations=99,
+        quick="20 runs, small worlds",
+        real_data="the FDR mode on real-loading null scores",
     )
     ap.add_argument("--real-models", type=int, nargs="*", default=[89, 32])
     args = ap.parse_args(argv)
@@ -249,11 +243,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         args.runs, args.power_runs, args.models = 20, 10, [32]
         args.null_documents, args.documents, args.units_per_document = 60, [200], 20
     from sigmap_lib.perf.recovery import REAL_SHAPES
-    from sigmap_lib.studies import shared_data_dir
 
     t0 = time.perf_counter()
     scen = [s for s in NULL_SCENARIOS if args.only is None or s in args.only]
-    real_dir = (Path(args.data) if args.data else shared_data_dir()) / "realmodels"
+    real_dir = realmodels_dir(args.data)
     real = [
         (shape, m)
         for m in args.real_models

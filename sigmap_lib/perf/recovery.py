@@ -482,35 +482,74 @@ def _table(rows: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def add_null_bench_arguments(
+    ap: argparse.ArgumentParser, *, permutations: int, quick: str, real_data: str
+) -> None:
+    """Add the options the null-calibration benches share to ``ap``.
+
+    Parameters
+    ----------
+    ap : argparse.ArgumentParser
+    permutations : int
+        Default of ``--permutations``.
+    quick : str
+        What ``--quick`` shrinks the bench to, for its help.
+    real_data : str
+        What the ``realmodels`` folder of ``--data`` adds, for its help.
+    """
+    ap.add_argument("--permutations", type=int, default=permutations)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
+    ap.add_argument("--only", nargs="*", default=None, help="null scenarios to run (names)")
+    ap.add_argument("--quick", action="store_true", help=f"smoke: {quick}")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help=f"shared/data (default $SIGMAP_SHARED_DATA); its realmodels folder adds {real_data} "
+        "(skipped when absent)",
+    )
+
+
+def realmodels_dir(data: str | None) -> Path:
+    """The ``realmodels`` folder of the real-loading benches.
+
+    Parameters
+    ----------
+    data : str or None
+        The shared data folder (``--data``); None for :func:`sigmap_lib.studies.shared_data_dir`.
+
+    Returns
+    -------
+    pathlib.Path
+        ``<data>/realmodels`` (it may not exist).
+    """
+    from sigmap_lib.studies import shared_data_dir
+
+    return (Path(data) if data else shared_data_dir()) / "realmodels"
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(prog="sigmap bench recovery")
     ap.add_argument("--runs", type=int, default=1000, help="fresh worlds per null scenario")
     ap.add_argument("--power-runs", type=int, default=100, help="fresh worlds per power cell")
     ap.add_argument("--units", type=int, default=10000, help="units d per world")
-    ap.add_argument("--permutations", type=int, default=199)
-    ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
-    ap.add_argument("--only", nargs="*", default=None, help="null scenarios to run (names)")
-    ap.add_argument("--skip-power", action="store_true")
-    ap.add_argument("--quick", action="store_true", help="smoke: 20 runs, d = 2000, P = 99")
-    ap.add_argument(
-        "--data",
-        default=None,
-        help="shared/data (default $SIGMAP_SHARED_DATA); its realmodels folder adds the "
-        "real-loading null scenarios and the family power (skipped when absent)",
+    add_null_bench_arguments(
+        ap,
+        permutations=199,
+        quick="20 runs, d = 2000, P = 99",
+        real_data="the real-loading null scenarios and the family power",
     )
+    ap.add_argument("--skip-power", action="store_true")
     ap.add_argument("--skip-synthetic", action="store_true", help="only the real-loading parts")
     args = ap.parse_args(argv)
     if args.quick:
         args.runs, args.power_runs, args.units, args.permutations = 20, 5, 2000, 99
     from sigmap_lib.signatures import MIN_MODELS_CALIBRATED
-    from sigmap_lib.studies import shared_data_dir
 
     specs = [
         s for s in SCENARIOS if (args.only is None or s[0] in args.only) and not args.skip_synthetic
     ]
-    real_dir = Path(args.data) if args.data else shared_data_dir()
-    real_dir = real_dir / "realmodels"
+    real_dir = realmodels_dir(args.data)
     real_specs = (
         [s for s in REAL_SCENARIOS if args.only is None or s[0] in args.only]
         if real_dir.is_dir()

@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib._util._atomic import atomic_dir
+from sigmap_lib._util._files import read_folder_json
 from sigmap_lib.errors import SigmapInputError
 
 FUNCTION_NAMES = ("math", "coding", "knowledge", "reasoning", "language", "commonsense")
@@ -96,10 +97,7 @@ class SyntheticWorld:
     def load(cls, root: str | os.PathLike[str]) -> SyntheticWorld:
         """Re-open a world written by :func:`make_synthetic_world`."""
         r = Path(root)
-        tpath = r / "truth.json"
-        if not tpath.exists():
-            raise SigmapInputError(f"{r} is not a synthetic world (missing truth.json)")
-        truth = json.loads(tpath.read_text())
+        tpath, truth = read_folder_json(r, "truth.json", "synthetic world")
         if truth.get("world") != "synthetic":
             raise SigmapInputError(f"{tpath}: not a synthetic world ({truth.get('world')!r})")
         import polars as pl

@@ -3,11 +3,14 @@ distinct units with finite statistics, strongest first; signatures are finite an
 with their stored calibration. An empty signature ("no signature above chance") is a valid
 result, not a failure."""
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 import dagster as dg
 import numpy as np
 import polars as pl
 
-from sigmap_assets.check_results import check_partition_keys, partitioned_check_result
+from sigmap_assets.check_results import PartitionResult, check_each_partition
 from sigmap_assets.defs.signatures.assets import screened_candidates, signatures
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import SigmapStorage
@@ -27,31 +30,14 @@ def candidate_problems(frame: pl.DataFrame) -> str | None:
     return None
 
 
-@dg.asset_check(
-    asset=screened_candidates,
-    partitions_def=benchmarks_partitions,
-    description=(
-        "Per benchmark: the stored candidates are distinct, non-negative units with finite "
-        "strengths, strongest first."
-    ),
-)
-def candidates_valid(
-    context: dg.AssetCheckExecutionContext, storage: SigmapStorage
-) -> dg.AssetCheckResult:
-    results = {}
-    for key in check_partition_keys(context):
-        path = storage.layout.screening_candidates(key)
-        if not path.exists():
-            results[key] = (False, {"problem": "no stored candidates"})
-            continue
-        frame = pl.read_parquet(path)
-        why = candidate_problems(frame)
-        results[key] = (why is None, {"candidates": frame.height, "problem": why or ""})
-    bad = {k: m["problem"] for k, (ok, m) in results.items() if not ok}
-    return partitioned_check_result(
-        context, screened_candidates.key, "candidates_valid", results,
-        summary={"problems": dg.MetadataValue.json(bad)},
-    )  # fmt: skip
+def stored_candidates_result(storage: SigmapStorage, key: str) -> PartitionResult:
+    """``candidates_valid``'s result for the benchmark ``key``."""
+    path = storage.layout.screening_candidates(key)
+    if not path.exists():
+        return False, {"problem": "no stored candidates"}
+    frame = pl.read_parquet(path)
+    why = candidate_problems(frame)
+    return why is None, {"candidates": frame.height, "problem": why or ""}
 
 
 def signature_problems(s: dict) -> str | None:
@@ -99,35 +85,85 @@ def signature_problems(s: dict) -> str | None:
     return None
 
 
-@dg.asset_check(
-    asset=signatures,
-    partitions_def=benchmarks_partitions,
-    blocking=True,
-    description=(
-        "Each signature is finite and consistent with its stored calibration: for the "
-        "calibrated methods a finite threshold and null sample of P values, every unit above "
-        "the threshold with an adjusted p in (0, 1], and a reason when it is empty (an empty "
-        "signature is a result, not a failure); finite coefficients and R² in [0, 1] for the "
-        "fitted methods."
-    ),
-)
-def signature_valid(
-    context: dg.AssetCheckExecutionContext, storage: SigmapStorage
-) -> dg.AssetCheckResult:
-    results = {}
-    for key in check_partition_keys(context):
-        s = read_json(storage.layout.signature_summary(key))
-        if "skipped" in s:  # not testable on this world: reported by the asset
-            results[key] = (True, {"skipped": str(s["skipped"])})
-            continue
-        why = signature_problems(s)
-        results[key] = (why is None, {"units": len(s["units"]), "problem": why or ""})
-    problems = {k: m["problem"] for k, (ok, m) in results.items() if not ok}
+def stored_signature_result(storage: SigmapStorage, key: str) -> PartitionResult:
+    """``signature_valid``'s result for the benchmark ``key``."""
+    s = read_json(storage.layout.signature_summary(key))
+    if "skipped" in s:  # not testable on this world: reported by the asset
+        return True, {"skipped": str(s["skipped"])}
+    why = signature_problems(s)
+    return why is None, {"units": len(s["units"]), "problem": why or ""}
+
+
+def _empty_signatures(results: Mapping[str, PartitionResult]) -> dict[str, Any]:
     empty = [k for k, (_, m) in results.items() if m.get("units") == 0]
-    return partitioned_check_result(
-        context, signatures.key, "signature_valid", results,
-        summary={
-            "problems": dg.MetadataValue.json(problems),
-            "empty_signatures": dg.MetadataValue.json(empty),
-        },
-    )  # fmt: skip
+    return {"empty_signatures": dg.MetadataValue.json(empty)}
+
+
+def per_benchmark_check(
+    asset: dg.AssetsDefinition,
+    name: str,
+    description: str,
+    check_one: Callable[[SigmapStorage, str], PartitionResult],
+    *,
+    blocking: bool = False,
+    summary: Callable[[Mapping[str, PartitionResult]], Mapping[str, Any]] | None = None,
+) -> dg.AssetChecksDefinition:
+    """An asset check of a benchmark-partitioned asset, one result per benchmark.
+
+    Parameters
+    ----------
+    asset : dagster.AssetsDefinition
+        The checked asset (partitioned by benchmark).
+    name : str
+        The check's name.
+    description : str
+    check_one : callable
+        ``(storage, benchmark key) -> (passed, metadata)``; see
+        :func:`~sigmap_assets.check_results.check_each_partition`.
+    blocking : bool
+        Whether a failed check stops the assets downstream.
+    summary : callable, optional
+        Metadata the overall result adds (see ``check_each_partition``).
+
+    Returns
+    -------
+    dagster.AssetChecksDefinition
+    """
+
+    @dg.asset_check(
+        asset=asset,
+        name=name,
+        partitions_def=benchmarks_partitions,
+        blocking=blocking,
+        description=description,
+    )
+    def _check(
+        context: dg.AssetCheckExecutionContext, storage: SigmapStorage
+    ) -> dg.AssetCheckResult:
+        return check_each_partition(
+            context, asset.key, name, lambda key: check_one(storage, key), summary=summary
+        )
+
+    return _check
+
+
+candidates_valid = per_benchmark_check(
+    screened_candidates,
+    "candidates_valid",
+    "Per benchmark: the stored candidates are distinct, non-negative units with finite "
+    "strengths, strongest first.",
+    stored_candidates_result,
+)
+
+signature_valid = per_benchmark_check(
+    signatures,
+    "signature_valid",
+    "Each signature is finite and consistent with its stored calibration: for the "
+    "calibrated methods a finite threshold and null sample of P values, every unit above "
+    "the threshold with an adjusted p in (0, 1], and a reason when it is empty (an empty "
+    "signature is a result, not a failure); finite coefficients and R² in [0, 1] for the "
+    "fitted methods.",
+    stored_signature_result,
+    blocking=True,
+    summary=_empty_signatures,
+)

@@ -401,13 +401,16 @@ def _registry_entries(
     ]
 
 
+def _recipe(b: ZooBenchmark) -> dict[str, str]:
+    """The recipe of a benchmark, as its catalog entry and its truth both begin."""
+    return {"family": b.family, "format": b.format, "function": b.function}
+
+
 def _catalog(benchmarks: Sequence[ZooBenchmark]) -> dict[str, dict[str, Any]]:
     """The ``catalog.yaml`` entry of every benchmark."""
     return {
         b.name: {
-            "family": b.family,
-            "format": b.format,
-            "function": b.function,
+            **_recipe(b),
             "score_range": [0, 1],
             "items": f"items/{b.name}.parquet",
             "responses": f"responses/{b.name}.parquet",
@@ -535,9 +538,7 @@ def _benchmarks_truth(benchmarks: Sequence[ZooBenchmark]) -> dict[str, dict[str,
     """``truth.json``'s ``benchmarks``: recipe, domain, metric and chance level of each."""
     return {
         b.name: {
-            "family": b.family,
-            "format": b.format,
-            "function": b.function,
+            **_recipe(b),
             "domain": b.domain,
             "metric": b.metric,
             "n_items": len(b.items),
