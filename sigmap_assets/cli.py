@@ -70,10 +70,14 @@ def _setup_env(storage: str | None) -> Path:
     return root
 
 
-def _load_defs():
-    from sigmap_assets.definitions import defs
+#: The code location: what `sigmap demo` / `sigmap run`, their lanes and `dagster dev` load.
+CODE = "sigmap_assets.definitions:defs"
 
-    return defs()
+
+def _load_defs():
+    from sigmap_assets.lanes import load_code
+
+    return load_code(CODE)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -82,7 +86,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     from sigmap_assets.memory import cap_malloc_arenas
 
-    cap_malloc_arenas(2)  # before the imports below and the lanes start their threads
+    cap_malloc_arenas(2)  # before the imports below start threads (the lanes set their own)
     import dagster as dg
 
     warnings.simplefilter("ignore")
@@ -142,6 +146,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             instance,
             cell_threads=_cell_threads(root),
             lanes=_lanes(root),
+            code=CODE,
         )
         summary = runner.run()
     print_summary(summary, StorageLayout(str(root)), sys.stderr)

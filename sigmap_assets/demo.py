@@ -16,7 +16,8 @@ reads no other asset), which re-checks the embedded world and keeps its data ver
 nothing changed.
 
 Requests of one tick run in dependency order; with ``lanes`` > 1, every request whose
-requested upstream assets are done runs at once with others (up to ``lanes``). A failing
+requested upstream assets are done runs at once with others (up to ``lanes``), each in a
+worker process (:mod:`sigmap_assets.lanes`). A failing
 partition (a cell, a shard) fails alone; a failing unpartitioned asset or benchmark range
 blocks what is downstream of it until a later request of it succeeds. Either way the run
 goes to the end and the summary is printed; full error reports go to
@@ -47,6 +48,7 @@ from pathlib import Path
 
 import dagster as dg
 
+from sigmap_assets.lanes import ChecksFailed, Lanes, materialize_request, torch_threads
 from sigmap_assets.memory import release_memory
 from sigmap_assets.runboard import (
     BOARD,
@@ -60,9 +62,6 @@ from sigmap_assets.runboard import (
     runner_lock,
     runner_lock_path,
 )
-
-# the console shows the runner's own lines; Dagster's event log (the UI) keeps every message
-QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
 
 #: Keys of the runner's cursors and timings in the instance's key-value store.
 AUTOMATION_CURSOR = "sigmap/run/automation"
@@ -102,65 +101,6 @@ class Progress:
             self.remaining = max(0.0, self.remaining - estimate)
 
 
-@contextmanager
-def _runs_in_threads(instance: dg.DagsterInstance) -> Iterator[None]:
-    """Let in-process runs go on in several threads of this process at once.
-
-    Two things Dagster does per run are process-wide, and this turns them off meanwhile:
-
-    - Every run's log manager asks the instance for the handlers of its ``python_logs:
-      dagster_handler_config``, and Dagster builds them with ``logging.config.dictConfig``
-      even when that config is empty: dictConfig closes every logging handler under the
-      logging module's lock, which deadlocks against a run logging in another thread. With
-      no handler config there are no such handlers, so the instance returns none without
-      calling dictConfig (an instance with such a config gets one lane: :class:`GraphRunner`).
-    - Every step's stdout and stderr are captured by pointing file descriptors 1 and 2 at
-      its log files (``os.dup2``) and back at the end: steps of two threads would swap the
-      process's descriptors. The runs of the lanes keep no stdout / stderr files (their
-      events and logs are in the event log as always); the console keeps its output.
-    """
-    from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
-
-    saved = instance.__dict__.get("get_yaml_python_handlers"), instance.compute_log_manager
-    instance.get_yaml_python_handlers = lambda: []  # type: ignore[method-assign]
-    instance._compute_log_manager = NoOpComputeLogManager()
-    try:
-        yield
-    finally:
-        if saved[0] is None:
-            del instance.get_yaml_python_handlers
-        else:
-            instance.get_yaml_python_handlers = saved[0]  # type: ignore[method-assign]
-        instance._compute_log_manager = saved[1]
-
-
-def failure_report(event) -> str:
-    """The whole error of a step failure, stack traces and causes included (for the log file)."""
-    data = getattr(event, "event_specific_data", None)
-    err = getattr(data, "error", None)
-    return err.to_string() if err is not None else (event.message or "failed")
-
-
-def failure_message(event) -> str:
-    """The innermost error message of a step failure (the user's error, not Dagster's wrapper)."""
-    data = getattr(event, "event_specific_data", None)
-    err = getattr(data, "error", None)
-    if err is None:
-        return event.message or "failed"
-    while getattr(err, "cause", None) is not None:
-        err = err.cause
-    return f"{err.cls_name}: {err.message.strip()}"
-
-
-class ChecksFailed(Exception):
-    """A run whose asset materialized but whose blocking checks failed: the result is stored
-    and flagged (what reads it should not use it); ``failures`` names each check."""
-
-    def __init__(self, failures: list[str]) -> None:
-        super().__init__("; ".join(failures))
-        self.failures = failures
-
-
 def sync_partitions(
     instance: dg.DagsterInstance, world, log: Callable[[str], None] = lambda s: None
 ) -> None:
@@ -195,7 +135,12 @@ class GraphRunner:
     cell_threads : int
         Torch's CPU threads while perplexity cells are scored (0: as configured).
     lanes : int
-        Requests run at once (those whose requested upstream assets are done).
+        Requests run at once (those whose requested upstream assets are done), each in a
+        worker process of its own (:class:`~sigmap_assets.lanes.Lanes`). More than one needs
+        ``code`` and a persistent instance.
+    code : str, optional
+        The code location's reference, ``module:attr`` (``Definitions`` or a function
+        returning them), that the lanes' processes load: the same definitions as ``defs``.
     max_ticks : int
         Automation ticks before the run stops with what is still requested.
     """
@@ -208,18 +153,23 @@ class GraphRunner:
         resources: dict | None = None,
         cell_threads: int = 0,
         lanes: int = 1,
+        code: str | None = None,
         max_ticks: int = 40,
     ) -> None:
         self.defs = defs
         self.instance = instance
         self.graph = defs.resolve_asset_graph()
-        self.assets = [a for a in defs.assets or [] if isinstance(a, dg.AssetsDefinition)]
-        self.checks = list(defs.asset_checks or [])
         self.resources = resources if resources is not None else (defs.resources or {})
+        self._own_resources = resources is None  # the code location's: the lanes load them
         self.cell_threads = max(0, int(cell_threads))
         self.lanes = max(1, int(lanes))
-        if self.lanes > 1 and instance.get_python_log_dagster_handler_config():
-            self.lanes = 1  # its handlers cannot be built while other runs log (_runs_in_threads)
+        if self.lanes > 1 and (code is None or not instance.is_persistent):
+            raise ValueError(
+                f"{self.lanes} lanes need the code location's reference (code='module:attr') "
+                "and a persistent Dagster instance (DAGSTER_HOME); give them or run one lane"
+            )
+        self.code = code
+        self._lanes: Lanes | None = None  # the lanes' worker processes while requests run
         self.max_ticks = max_ticks
         self.log = log or (lambda s: print(s, file=sys.stderr, flush=True))
         self._lock = threading.RLock()
@@ -525,9 +475,8 @@ class GraphRunner:
         running: dict[Future, Request] = {}
         with ExitStack() as stack:
             pool = None
-            if self.lanes > 1:
-                stack.enter_context(_torch_threads(self.cell_threads))
-                stack.enter_context(_runs_in_threads(self.instance))
+            if self.lanes > 1:  # threads that wait for the lanes' processes
+                stack.enter_context(self._lane_processes())
                 pool = stack.enter_context(
                     ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-lane")
                 )
@@ -563,9 +512,7 @@ class GraphRunner:
                 for e in claimed:
                     r = Board.request(e)
                     if pool is None:
-                        threads = self.cell_threads if r.asset == "token_nll" else 0
-                        with _torch_threads(threads):
-                            finished.append((r, self._one(r, prog, durations, e["of"])))
+                        finished.append((r, self._one(r, prog, durations, e["of"])))
                     else:
                         running[pool.submit(self._one, r, prog, durations, e["of"])] = r
                 if finished:
@@ -578,6 +525,18 @@ class GraphRunner:
                 elif not claimed:
                     self._show_waiting(board, selected)
                     time.sleep(POLL_S)
+
+    @contextmanager
+    def _lane_processes(self) -> Iterator[None]:
+        """The lanes' worker processes, started for the requests and stopped after."""
+        assert self.code is not None
+        resources = None if self._own_resources else self.resources
+        self._lanes = Lanes(self.lanes, self.code, self.instance, resources, self.cell_threads)
+        try:
+            yield
+        finally:
+            self._lanes.close()
+            self._lanes = None
 
     def _claim(self, board: Board, selected: set[str], free: int) -> list[dict]:
         """Claim up to ``free`` unclaimed requests of this runner's graph whose upstream
@@ -631,47 +590,9 @@ class GraphRunner:
         self.log(f"sigmap: waiting for {what}{more} of another sigmap process (pid {owner.pid})")
 
     def _execute(self, requests: list[Request], prog: Progress, durations: dict) -> None:
-        """Run one tick's requests in dependency order (``lanes`` at once)."""
-        names = {r.asset for r in requests}
-        waits = {n: self._ancestors(n) & names for n in names}
-        pending = list(requests)
-        left = {n: sum(r.asset == n for r in requests) for n in names}
-        done: set[str] = set()
-        torch_threads = self.cell_threads if self.lanes == 1 else 0
-
-        def ready() -> list[Request]:
-            return [r for r in pending if waits[r.asset] <= done]
-
-        def finish(r: Request) -> None:
-            left[r.asset] -= 1
-            if left[r.asset] == 0:
-                done.add(r.asset)
-
-        if self.lanes == 1:
-            while pending:
-                r = ready()[0]
-                pending.remove(r)
-                threads = torch_threads if r.asset == "token_nll" else 0
-                with _torch_threads(threads):
-                    self._one(r, prog, durations, left[r.asset])
-                finish(r)
-            return
-        running: dict[Future, Request] = {}
-        with (
-            _torch_threads(self.cell_threads),
-            _runs_in_threads(self.instance),
-            ThreadPoolExecutor(self.lanes, thread_name_prefix="sigmap-lane") as pool,
-        ):
-            while pending or running:
-                for r in ready():
-                    if len(running) >= self.lanes:
-                        break
-                    pending.remove(r)
-                    running[pool.submit(self._one, r, prog, durations, left[r.asset])] = r
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    fut.result()  # a runner bug surfaces here; asset failures are recorded
-                    finish(running.pop(fut))
+        """Run requests one after another, in the order given."""
+        for r in requests:
+            self._one(r, prog, durations, sum(q.asset == r.asset for q in requests))
 
     def _one(self, r: Request, prog: Progress, durations: dict, of: int) -> str:
         """Materialize one request (or record why not) into the summary; returns the
@@ -726,49 +647,13 @@ class GraphRunner:
         return outcome
 
     def _materialize(self, r: Request) -> None:
-        tags = {"sigmap/launched_by": "sigmap run", REQUEST_TAG: r.label()}
-        tags |= self._me.tags()
-        if r.prange:
-            tags |= {
-                "dagster/asset_partition_range_start": r.prange[0],
-                "dagster/asset_partition_range_end": r.prange[1],
-            }
-        result = dg.materialize(
-            [*self.assets, *self.checks],
-            selection=[r.asset],
-            instance=self.instance,
-            resources=self.resources,
-            partition_key=r.partition,
-            tags=tags,
-            run_config=QUIET_RUN_CONFIG,
-            raise_on_error=False,
-        )
-        if not result.success:
-            events = [ev for ev in result.all_events if ev.is_step_failure]
-            checks = [e for e in result.get_asset_check_evaluations() if not e.passed]
-            if checks and all("AssetCheckFailed" in failure_message(ev) for ev in events):
-                raise ChecksFailed([_check_line(e) for e in checks])
-            failures = [f"{ev.step_key}: {failure_message(ev)}" for ev in events]
-            log = self._write_failure_log(result.run_id, r, events)
-            raise RuntimeError(
-                f"materializing {r.label()} failed:\n  "
-                + "\n  ".join(failures or ["the run failed"])
-                + (f"\n  (full error report: {log})" if log else "")
-            )
-
-    def _write_failure_log(self, run_id: str, r: Request, events) -> Path | None:
-        """The failed steps' full errors under ``.sigmap/logs/<run id>.log``."""
-        from sigmap_assets.layout import StorageLayout
-
-        try:
-            folder = StorageLayout(self.resources["storage"].root).run_logs_dir()
-        except (KeyError, ValueError, OSError):  # no local storage root: nowhere to write
-            return None
-        path = folder / f"{run_id}.log"
-        text = [f"run {run_id}: {r.label()}"]
-        text += [f"\n--- step {ev.step_key}\n{failure_report(ev)}" for ev in events]
-        path.write_text("\n".join(text) + "\n")
-        return path
+        """One request as one run: in a lane process with several lanes, else here."""
+        tags = self._me.tags()
+        if self._lanes is not None:
+            self._lanes.materialize(r, tags)
+            return
+        with torch_threads(self.cell_threads if r.asset == "token_nll" else 0):
+            materialize_request(self.defs, self.instance, self.resources, r, tags)
 
     def _skips(self, assets: Sequence[str]) -> list[dict[str, str]]:
         """What the assets skipped in their latest materialization, with reasons (not the
@@ -788,14 +673,6 @@ class GraphRunner:
         return out
 
 
-def _check_line(evaluation) -> str:
-    """``check: key=value, ...`` of a failed check evaluation (its metadata, shortened)."""
-    meta = ", ".join(
-        f"{k}={str(getattr(v, 'value', v))[:120]}" for k, v in evaluation.metadata.items()
-    )
-    return f"{evaluation.check_name}" + (f" ({meta})" if meta else "")
-
-
 @contextmanager
 def _quiet() -> Iterator[None]:
     """Sensors' info lines kept off the console meanwhile (the runner prints its own)."""
@@ -806,19 +683,3 @@ def _quiet() -> Iterator[None]:
         yield
     finally:
         logging.disable(logging.NOTSET)
-
-
-@contextmanager
-def _torch_threads(n: int) -> Iterator[None]:
-    """Torch's CPU threads set to ``n`` meanwhile (0: left as they are)."""
-    if n <= 0:
-        yield
-        return
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(n)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)

@@ -337,3 +337,40 @@ def test_foreign_asset_imports_can_fail(tmp_path: Path) -> None:
     checks = ASSETS / "defs" / "overlap" / "checks.py"
     assert foreign_asset_imports(checks, [(1, "sigmap_assets.defs.overlap.assets")]) == []
     assert len(foreign_asset_imports(checks, [(2, "sigmap_assets.defs.models.assets")])) == 1
+
+
+#: The most lines an asset's, check's or sensor's body may take (one screen; the science
+#: lives in ``sigmap_lib``).
+MAX_BODY_LINES = 60
+DAGSTER_DECORATORS = {"asset", "multi_asset", "asset_check", "multi_asset_check", "sensor"}
+
+
+def long_bodies(path: Path, most: int = MAX_BODY_LINES) -> list[str]:
+    """``file:function (n lines)`` for each Dagster-decorated function of ``path`` whose body,
+    its docstring left out, is longer than ``most`` lines."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(node, ast.FunctionDef):
+            continue
+        names = {ast.unparse(d).split("(")[0].split(".")[-1] for d in node.decorator_list}
+        if not names & DAGSTER_DECORATORS:
+            continue
+        body = node.body
+        if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+            body = body[1:] or body
+        lines = (body[-1].end_lineno or body[-1].lineno) - body[0].lineno + 1
+        if lines > most:
+            out.append(f"{path.name}:{node.name} ({lines} lines)")
+    return out
+
+
+def test_every_asset_body_fits_one_screen() -> None:
+    bad = [b for p in sorted((ASSETS / "defs").rglob("*.py")) for b in long_bodies(p)]
+    assert not bad, f"bodies over {MAX_BODY_LINES} lines:\n" + "\n".join(bad)
+
+
+def test_long_bodies_can_fail(tmp_path: Path) -> None:
+    f = tmp_path / "assets.py"
+    body = "".join(f"    x{i} = {i}\n" for i in range(5))
+    f.write_text(f'@dg.asset(deps=[])\ndef a():\n    """doc"""\n{body}\ndef b():\n{body}')
+    assert long_bodies(f, most=5) == [] and long_bodies(f, most=4) == ["assets.py:a (5 lines)"]

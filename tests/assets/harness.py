@@ -208,6 +208,10 @@ def split_corpus(world: Path) -> None:
     (world / "corpus" / "docs2.jsonl").write_text("".join(lines[half:]))
 
 
+#: The code location the lanes' processes load (the project's definitions).
+CODE = "sigmap_assets.definitions:defs"
+
+
 def demo_runner(project: Project, **kwargs: Any):
     """A quiet :class:`~sigmap_assets.demo.GraphRunner` on the project (``kwargs``: its
     ``cell_threads``, ``lanes``)."""
@@ -218,6 +222,7 @@ def demo_runner(project: Project, **kwargs: Any):
         project.instance,
         log=lambda s: None,
         resources=project.resources,
+        code=CODE,
         **kwargs,
     )
 

@@ -206,8 +206,8 @@ def _materialize(
 
 @contextmanager
 def _runs_in_threads(instance: dg.DagsterInstance) -> Iterator[None]:
-    """In-process runs in several threads at once (what `sigmap demo`'s lanes do): no
-    per-run ``dictConfig`` of the instance's python-log handlers (it closes every handler
+    """In-process runs in several threads of this test at once (`sigmap demo`'s lanes use
+    processes instead, :mod:`sigmap_assets.lanes`): no per-run ``dictConfig`` of the instance's python-log handlers (it closes every handler
     under logging's lock and deadlocks against a run logging in another thread) and no
     per-step stdout/stderr capture (``os.dup2`` of the process's descriptors)."""
     from dagster._core.storage.noop_compute_log_manager import NoOpComputeLogManager
