@@ -480,10 +480,11 @@ class StoredState:
                 out[k] = texts
         return out
 
-    def signature_inputs(self, keys: list[str]) -> SignatureInputs:
+    def signature_inputs(self, keys: list[str], level: str = "") -> SignatureInputs:
         """The current signatures of ``keys`` with the ranks, corpus, scores and NLL arrays
         their overlap reads. Signatures built on other ranks and unscreenable ones are left
-        out."""
+        out; with ``level``, each signature keeps the units its claims of that level hold
+        (``"unit"``, or a level of a multi-resolution signature's hierarchy)."""
         import polars as pl
 
         from sigmap_lib.signatures import SignatureSettings, unit_orientation
@@ -499,12 +500,17 @@ class StoredState:
             if "skipped" in summary:
                 continue  # not screenable
             table = pl.read_parquet(self.layout.signature_units(k))
+            whole = table.height
+            if level:
+                table = table.filter(pl.col("level") == level)
             units = table["unit"].to_numpy()
             sigs[k] = units
             orientation[k] = unit_orientation(
                 table["statistic"].to_numpy(), table["coef"].to_numpy()
             )
-            if units.size == 0:
+            if units.size == 0 and whole:
+                no_sig[k] = f"no claim at the {level} level ({whole} units held at other levels)"
+            elif units.size == 0:
                 cal = summary.get("calibration") or {}
                 no_sig[k] = cal.get("reason") or f"empty signature ({summary['method']})"
             settings = settings or SignatureSettings.from_dict(summary["settings"])

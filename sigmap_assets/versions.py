@@ -16,7 +16,7 @@ STEP_VERSIONS: dict[str, int] = {
     "inputs": 1,  # sigmap_lib.inputs: corpus plan and shards, registry, catalog, scores, items
     "nll": 1,  # sigmap_lib.nll: per-unit NLL of one model on one shard
     "ranks": 1,  # sigmap_lib.nll: rank codes and the coverage over shards
-    "signatures": 4,  # sigmap_lib.signatures: screening, calibration, selection
+    "signatures": 5,  # sigmap_lib.signatures: screening, calibration, selection
     "overlap": 2,  # sigmap_lib.overlap: the three overlap matrices
     "reporting": 3,  # sigmap_lib.reporting: the overlap report
     "metabench": 1,  # sigmap_lib.metabench: item pools, IRT fits, selection, scoring

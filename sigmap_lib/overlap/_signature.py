@@ -454,6 +454,7 @@ def signature_level(
     n_permutations: int = 19,
     n_bootstrap: int = 500,
     seed: int = 0,
+    level: str | None = None,
 ) -> tuple[OverlapMatrix, dict[str, np.ndarray]]:
     """The signature level of the overlap: the observed matrix, its permutation null
     (signatures re-extracted on shuffled scores) and bootstrap intervals over models of
@@ -480,6 +481,11 @@ def signature_level(
         Benchmark -> why its signature is empty.
     n_permutations, n_bootstrap, seed : int
         Permutations of the null, bootstrap resamples of the intervals.
+    level : str, optional
+        The claims that make each signature (``signatures`` given at that level already):
+        ``"unit"`` or a group level of a multi-resolution method; the null's re-extracted
+        signatures keep the same level (:meth:`sigmap_lib.signatures.Signature.at_level`).
+        None: every unit of each signature.
 
     Returns
     -------
@@ -518,7 +524,7 @@ def signature_level(
         out = extract_signatures(
             source, y, method=method, nll_arrays=nll_arrays, benchmark_names=bench
         )
-        return {s.benchmark: s for s in out}  # empty ones give NaN pairs, no fallback
+        return {s.benchmark: s.at_level(level) for s in out}  # empty: NaN pairs, no fallback
 
     kw = dict(
         nll=lambda units: gather_units(nll_arrays, units).T,

@@ -67,11 +67,9 @@ from sigmap_lib.signatures._calibration import (
 )
 from sigmap_lib.signatures._max_t_methods import CalibratedPartial
 from sigmap_lib.signatures._method import Options, Pass
-from sigmap_lib.signatures._result import Signature, values_source
+from sigmap_lib.signatures._result import UNIT_LEVEL, Signature, values_source
 from sigmap_lib.signatures._screening import raise_on_nan, source_chunks
 from sigmap_lib.signatures._statistics import check_benchmark, kernels
-
-UNIT_LEVEL = "unit"
 
 
 @dataclass(frozen=True)
@@ -375,7 +373,7 @@ class CalibratedMultiResolution(CalibratedPartial):
         cals = [per_level[lv][b].calibration for lv in names]
         worlds = [np.concatenate([[c.observed_max], c.null_max]) for c in cals]
         mp = minp_adjusted(worlds, self.alpha)
-        report, covered = [], []
+        report, claims = [], []
         for i, (lv, cal) in enumerate(zip(names, cals)):
             strength = np.abs(cal.values) if self.two_sided else cal.values
             adj = mp.adjusted(i, strength)
@@ -383,11 +381,14 @@ class CalibratedMultiResolution(CalibratedPartial):
             members = cal.units[keep]
             if lv == UNIT_LEVEL:
                 groups = members
-                covered.append(members)
+                claims.append((members, lv, cal.values[keep], adj[keep]))
             else:
                 ids, inv = labels[lv]
                 groups = ids[members]
-                covered.append(np.flatnonzero(np.isin(inv, members)))
+                inside = np.flatnonzero(np.isin(inv, members))
+                order = np.argsort(members)  # each unit inside: its group's claim
+                at = order[np.searchsorted(members, inv[inside], sorter=order)]
+                claims.append((inside, lv, cal.values[keep][at], adj[keep][at]))
             report.append(
                 {
                     "level": lv,
@@ -400,9 +401,7 @@ class CalibratedMultiResolution(CalibratedPartial):
                 }
             )
         unit_cal = cals[-1]
-        first = np.concatenate(covered[::-1]) if covered else np.zeros(0, dtype=np.int64)
-        _, at = np.unique(first, return_index=True)
-        units = first[np.sort(at)]
+        units, claim = _first_claims(claims[::-1])  # a unit's own claim, then the finest group's
         claimed = np.isin(unit_cal.units, report[-1]["groups"])
         unit_cal.units, unit_cal.values = unit_cal.units[claimed], unit_cal.values[claimed]
         unit_cal.adjusted_p = np.asarray(report[-1]["adjusted_p"], dtype=np.float64)
@@ -415,8 +414,28 @@ class CalibratedMultiResolution(CalibratedPartial):
             models_used=per_level[UNIT_LEVEL][b].models_used,
             method=self.name,
             calibration=unit_cal,
-            extra={"levels": report},
+            extra={"levels": report, "claims": claim},
         )
+
+
+def _first_claims(
+    claims: list[tuple[np.ndarray, str, np.ndarray, np.ndarray]],
+) -> tuple[np.ndarray, dict[str, list]]:
+    """The units of ``claims`` (``(units, level, statistic, adjusted_p)`` each, in order of
+    precedence), each once with the first claim that holds it: ``units`` and the claims'
+    ``level``, ``statistic`` and ``adjusted_p`` aligned with them."""
+    units = np.concatenate([c[0] for c in claims]).astype(np.int64)
+    level = np.concatenate([np.full(c[0].size, c[1], dtype=object) for c in claims])
+    stat = np.concatenate([np.asarray(c[2], dtype=np.float64) for c in claims])
+    adj = np.concatenate([np.asarray(c[3], dtype=np.float64) for c in claims])
+    _, at = np.unique(units, return_index=True)
+    first = np.sort(at)
+    claim = {
+        "level": level[first].tolist(),
+        "statistic": stat[first].tolist(),
+        "adjusted_p": adj[first].tolist(),
+    }
+    return units[first], claim
 
 
 def _reason(report: list[dict[str, Any]], alpha: float, cal: Any) -> str:

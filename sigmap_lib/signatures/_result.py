@@ -5,7 +5,7 @@ directions, and the reads of selected units' values every method shares.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -15,6 +15,9 @@ from sigmap_lib.nll import RankStore, check_model_arrays, read_points
 from sigmap_lib.signatures._calibration import Calibration
 from sigmap_lib.signatures._screening import ScreenResult
 from sigmap_lib.signatures._selection import SelectionResult
+
+#: The level of a unit claimed on its own (a signature's finest level).
+UNIT_LEVEL = "unit"
 
 
 def gather_units(nll_arrays: Any, unit_indices: Any) -> np.ndarray:
@@ -188,7 +191,10 @@ class Signature:
     null : NullCalibration or None
         Forward selection's permutation null (aic / bic / ebic with ``n_permutations``).
     extra : dict
-        Method details (``extra["lasso"]``: candidates, usable columns, α, iterations).
+        Method details (``extra["lasso"]``: candidates, usable columns, α, iterations;
+        calibrated-multiresolution: ``extra["levels"]``, each level's claims, and
+        ``extra["claims"]``, the claim that holds each unit: its ``level``, ``statistic``
+        and ``adjusted_p``, aligned with :attr:`units`).
 
     Examples
     --------
@@ -245,7 +251,10 @@ class Signature:
     @property
     def statistics(self) -> np.ndarray:
         """``(k,)`` each unit's calibrated statistic (positive = better-scoring models are
-        less perplexed on it); NaN where the signature has no calibration of the unit."""
+        less perplexed on it); NaN where the signature has no calibration of the unit. A
+        unit held by a group's claim (calibrated-multiresolution) has its group's."""
+        if "claims" in self.extra:
+            return np.asarray(self.extra["claims"]["statistic"], dtype=np.float64)
         stat = np.full(self.units.size, np.nan)
         cal = self.calibration
         if cal is not None and len(cal.units):
@@ -254,6 +263,58 @@ class Signature:
                 if u in pos:
                     stat[i] = cal.values[pos[u]]
         return stat
+
+    @property
+    def claim_levels(self) -> np.ndarray:
+        """``(k,)`` the level whose claim holds each unit: ``"unit"`` (the unit on its own;
+        every unit of the single-level methods) or a group level of a calibrated-
+        multiresolution signature (``"document"``, ``"source"``, ...)."""
+        if "claims" in self.extra:
+            return np.asarray(self.extra["claims"]["level"], dtype=object)
+        return np.full(self.units.size, UNIT_LEVEL, dtype=object)
+
+    def at_level(self, level: str | None) -> Signature:
+        """The signature made of the claims of one level only (None or ``""``: all of it).
+
+        Parameters
+        ----------
+        level : str or None
+            ``"unit"`` (units claimed on their own) or a group level of the signature.
+
+        Returns
+        -------
+        Signature
+            The same signature with the units (and their coefficients, statistics and
+            claims) of the other levels left out.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from sigmap_lib.signatures import Signature
+        >>> claims = {"level": ["unit", "document", "document"], "statistic": [0.9, -0.6, -0.6],
+        ...           "adjusted_p": [0.01, 0.02, 0.02]}
+        >>> sig = Signature("b", np.array([4, 10, 11]), np.ones(8, bool), "calibrated-multiresolution",
+        ...                 extra={"claims": claims})
+        >>> doc = sig.at_level("document")
+        >>> doc.units.tolist(), doc.orientation.tolist()
+        ([10, 11], [-1.0, -1.0])
+        """
+        if not level:
+            return self
+        keep = self.claim_levels == level
+        extra = dict(self.extra)
+        if "claims" in extra:
+            extra["claims"] = {
+                k: [v for v, t in zip(vs, keep) if t] for k, vs in extra["claims"].items()
+            }
+        freq = self.bootstrap_frequency
+        return replace(
+            self,
+            units=self.units[keep],
+            coef=self.coef[keep],
+            bootstrap_frequency=None if freq is None else freq[keep],
+            extra=extra,
+        )
 
     @property
     def orientation(self) -> np.ndarray:

@@ -9,7 +9,9 @@ import numpy as np
 
 def signature_table(signature: Any, corpus: Any, *, n_left: int = 20) -> list[dict[str, Any]]:
     """One row per signature unit: its text with left context, statistic, adjusted p-value,
-    coefficient and bootstrap frequency (NaN where the method has none).
+    coefficient and bootstrap frequency (NaN where the method has none), and the level whose
+    claim holds it (``"unit"``, or the group level of a multi-resolution signature, whose
+    statistic and adjusted p-value are then the group's).
 
     Parameters
     ----------
@@ -23,7 +25,7 @@ def signature_table(signature: Any, corpus: Any, *, n_left: int = 20) -> list[di
     -------
     list of dict
         Keys ``order, unit, text, left_context, statistic, adjusted_p, coef,
-        bootstrap_freq, doc``, in the signature's order (empty for an empty signature).
+        bootstrap_freq, doc, level``, in the signature's order (empty for an empty signature).
 
     Examples
     --------
@@ -44,12 +46,15 @@ def signature_table(signature: Any, corpus: Any, *, n_left: int = 20) -> list[di
     units = signature.units.tolist()
     stat = signature.statistics
     padj = np.full(len(units), np.nan)
-    if cal is not None and len(cal.units):
+    if "claims" in signature.extra:
+        padj = np.asarray(signature.extra["claims"]["adjusted_p"], dtype=np.float64)
+    elif cal is not None and len(cal.units):
         pos = {int(u): i for i, u in enumerate(cal.units.tolist())}
         for i, u in enumerate(units):
             if u in pos:
                 padj[i] = cal.adjusted_p[pos[u]]
     freq = signature.bootstrap_frequency
+    levels = signature.claim_levels
     rows = []
     for i, u in enumerate(units):
         left, text = corpus.context(int(u), n_left=n_left)
@@ -64,6 +69,7 @@ def signature_table(signature: Any, corpus: Any, *, n_left: int = 20) -> list[di
                 "coef": float(signature.coef[i]),
                 "bootstrap_freq": float(freq[i]) if freq is not None else float("nan"),
                 "doc": int(corpus.unit_doc[int(u)]),
+                "level": str(levels[i]),
             }
         )
     return rows

@@ -149,13 +149,31 @@ def test_multiresolution_and_fdr_run_through_the_graph(project: Project) -> None
         assert all(isinstance(d, int) for d in s["levels"][1]["groups"])
         assert all(src.endswith((".txt", ".jsonl", ".parquet")) for src in s["levels"][0]["groups"])
     assert ran >= 2
+    import polars as pl
+
+    for k in keys:  # each stored unit names the level of the claim that holds it
+        table = pl.read_parquet(layout.signature_units(k))
+        assert set(table["level"].to_list()) <= {"source", "document", "unit"}
+    for level in ("", "document"):
+        config = {"n_permutations": 3, "n_bootstrap": 10, "level": level}
+        res = project.materialize(
+            ["signature_overlap"], run_config={"ops": {"signature_overlap": {"config": config}}}
+        )
+        assert res.success
+        (mat,) = res.get_asset_materialization_events()
+        assert mat.materialization.metadata["claims"].value == (level or "all")
+    config = {"n_permutations": 3, "level": "paragraph"}
     res = project.materialize(
         ["signature_overlap"],
-        run_config={
-            "ops": {"signature_overlap": {"config": {"n_permutations": 3, "n_bootstrap": 10}}}
-        },
+        run_config={"ops": {"signature_overlap": {"config": config}}},
+        raise_on_error=False,
     )
-    assert res.success
+    from sigmap_assets.lanes import failure_message
+
+    (failure,) = res.get_step_failure_events()
+    assert failure_message(failure).startswith(
+        "SigmapInputError: signature_overlap: level='paragraph' is not a level of the signatures"
+    )
     res = project.materialize(
         ["signatures"],
         prange=project._brange(),

@@ -9,6 +9,7 @@ from sigmap_assets.metadata import image_md, md_table, table_metadata
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import asset_ran, skip_level
 from sigmap_assets.state import StoredState
+from sigmap_lib.errors import SigmapInputError
 
 ALL_BENCHMARKS = dg.AllPartitionMapping()
 
@@ -164,6 +165,10 @@ class SignatureOverlapConfig(SigmapConfig):
     """Bootstrap intervals over models."""
     seed: int = 0
     """Seed of the permutations and the bootstrap."""
+    level: str = ""
+    """The claims that make each signature: "" every unit of it; "unit" the units claimed
+    on their own; a level of a multi-resolution hierarchy ("document", "source") the units
+    of its claimed groups."""
 
 
 @dg.asset(
@@ -180,7 +185,8 @@ def signature_overlap(
     from sigmap_lib.overlap import signature_level
 
     state = StoredState.read(storage)
-    inputs = state.signature_inputs(state.benchmark_keys)
+    inputs = state.signature_inputs(state.benchmark_keys, config.level)
+    check_claim_level(config.level, inputs.settings)
     if len(inputs.signatures) < 2:
         return skip_level(
             state.layout,
@@ -201,8 +207,11 @@ def signature_overlap(
         n_permutations=config.n_permutations,
         n_bootstrap=config.n_bootstrap,
         seed=config.seed,
+        level=config.level or None,
     )
     title = "Signature overlap (Spearman across models)"
+    if config.level:
+        title += f", {config.level}-level claims"
     return level_result(
         state,
         "signature",
@@ -211,7 +220,18 @@ def signature_overlap(
         extras,
         models=len(inputs.models),
         no_signature=dg.MetadataValue.json(inputs.no_signature),
+        claims=config.level or "all",
     )
+
+
+def check_claim_level(level: str, settings) -> None:
+    """One line when ``level`` is not a level the signatures hold."""
+    hierarchy = settings.hierarchy.split(",") if settings is not None and settings.hierarchy else []
+    if level and level not in ["unit", *hierarchy]:
+        raise SigmapInputError(
+            f"signature_overlap: level={level!r} is not a level of the signatures (they hold "
+            f"{['unit', *hierarchy]}); give one of those, or '' for every unit"
+        )
 
 
 class ReportConfig(SigmapConfig):

@@ -284,6 +284,7 @@ UNIT_SCHEMA = {
     "coef": pl.Float64,
     "bootstrap_freq": pl.Float64,
     "doc": pl.Int64,
+    "level": pl.String,
 }
 
 

@@ -212,3 +212,83 @@ def test_bad_levels_and_too_few_units_get_one_line() -> None:
     with pytest.raises(SigmapInputError, match=f"63 units; .* needs >= {MIN_UNITS_CALIBRATED}"):
         extract_signatures(small, w.scores)
     extract_signatures(w.values[:MIN_UNITS_CALIBRATED], w.scores, n_permutations=19)
+
+
+def _two_way_documents(seed: int = 3):
+    """Forty documents of ten units: document 0 tracks the score (better models less
+    perplexed), document 1 against it, weakly unit by unit; unit 395 tracks it strongly."""
+    rng = np.random.default_rng(seed)
+    m, docs = 24, np.repeat(np.arange(40), 10)
+    g, z = rng.standard_normal(m), rng.standard_normal(m)
+    values = -g + rng.standard_normal((400, m))
+    values[:10] += -0.8 * z
+    values[10:20] += 0.8 * z
+    values[395] = -g - 3.0 * z + 0.1 * rng.standard_normal(m)
+    return values, (g + z)[:, None], docs
+
+
+def test_each_unit_carries_the_claim_that_holds_it() -> None:
+    from sigmap_lib.inputs import Document, build_corpus_store
+    from sigmap_lib.signatures import signature_table
+
+    values, scores, docs = _two_way_documents()
+    method = CalibratedMultiResolution(levels={"document": docs}, n_permutations=199)
+    [sig] = method.extract(values, scores, names=["b"])
+    (doc_level, unit_level) = sig.extra["levels"]
+    assert sorted(doc_level["groups"]) == [0, 1] and 395 in unit_level["groups"]
+    alone = dict(zip(unit_level["groups"], unit_level["statistics"]))
+    stat = dict(zip(doc_level["groups"], doc_level["statistics"]))
+    adj = dict(zip(doc_level["groups"], doc_level["adjusted_p"]))
+    assert stat[0] > 0 > stat[1]
+    levels, stats, orient = sig.claim_levels, sig.statistics, sig.orientation
+    for i, u in enumerate(sig.units.tolist()):
+        if u in alone:  # claimed on its own: its own statistic
+            assert levels[i] == "unit" and stats[i] == alone[u]
+        else:
+            d = int(docs[u])
+            assert levels[i] == "document" and stats[i] == stat[d]
+            assert orient[i] == (1.0 if d == 0 else -1.0)
+    assert sorted(sig.at_level("document").units.tolist() + list(alone)) == sorted(
+        set(range(20)) | set(alone)
+    )
+    assert sorted(sig.at_level("unit").units.tolist()) == sorted(alone)
+    assert sig.at_level("source").units.size == 0 and sig.at_level(None) is sig
+    corpus = build_corpus_store([Document("d", "d", "a b c d e " * 80)], "c")
+    rows = {r["unit"]: r for r in signature_table(sig, corpus, n_left=1)}
+    inside = next(u for u in range(10, 20) if u not in alone)  # of document 1, by it alone
+    assert rows[395]["level"] == "unit" and rows[inside]["level"] == "document"
+    assert rows[inside]["adjusted_p"] == adj[1] and rows[inside]["statistic"] == stat[1]
+    # a single-level method: every unit is its own claim
+    [flat] = extract_signatures(values, scores, n_permutations=199)
+    assert set(flat.claim_levels.tolist()) <= {"unit"} and flat.at_level("unit").units.size
+
+
+def test_the_signature_level_of_overlap_at_one_level(monkeypatch) -> None:
+    """At a level, the observed matrix uses that level's claims and the null's re-extracted
+    signatures keep the same level."""
+    import sigmap_lib.overlap._signature as mod
+    from sigmap_lib.overlap import signature_level, signature_overlap
+
+    values, scores, docs = _two_way_documents()
+    scores = np.hstack([scores, scores + 0.3 * np.random.default_rng(1).standard_normal((24, 1))])
+    method = CalibratedMultiResolution(levels={"document": docs}, n_permutations=99)
+    sigs = {s.benchmark: s for s in method.extract(values, scores, names=["a", "b"])}
+    nbytes = np.full(400, 4)
+    bpb = values / (nbytes[:, None] * np.log(2))
+    kw = dict(unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
+    seen: list[set] = []
+    null = mod.signature_overlap_null
+
+    def spy(extract, *args, **kwargs):
+        seen.extend(set(s.claim_levels.tolist()) for s in extract(scores).values())
+        return null(extract, *args, **kwargs)
+
+    monkeypatch.setattr(mod, "signature_overlap_null", spy)
+    at_doc = {k: s.at_level("document") for k, s in sigs.items()}
+    observed, _ = signature_level(
+        values, scores, at_doc, nll_arrays=values, method=method, n_permutations=3,
+        n_bootstrap=10, level="document", **kw,
+    )  # fmt: skip
+    want = signature_overlap(at_doc, nll=values, **kw)
+    np.testing.assert_array_equal(observed.values, want.values)
+    assert seen and all(levels <= {"document"} for levels in seen)
