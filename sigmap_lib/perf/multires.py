@@ -12,7 +12,8 @@ clustered worlds (a new world every run, never reused).
    planted document at partial ρ ``--rho`` with the scores given quality, with its own
    noise (``--power-runs`` worlds per cell). Reported: flat unit max-T's recall and
    precision of the planted units; the hierarchy's recall and precision of planted
-   documents, of planted units (claimed at the unit level) and the sources claimed; and the
+   documents, of planted units (claimed at the unit level) and of sources holding a planted
+   document (with the sources claimed per run); and the
    cost of the hierarchy's pass against the flat pass (median of the per-run ratio of wall
    times, both in the same process on the same world); the FDR mode at q = 0.05 and 0.1:
    its false-discovery proportion averaged over the runs and its recall of planted units.
@@ -125,7 +126,18 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
     rng = np.random.default_rng([seed, m, docs, per, int(rho * 100)])
     planted = max(1, docs // 100)
     c = dict.fromkeys(
-        ("flat_tp", "flat_sel", "doc_tp", "doc_sel", "unit_tp", "unit_sel", "src_sel"), 0
+        (
+            "flat_tp",
+            "flat_sel",
+            "doc_tp",
+            "doc_sel",
+            "unit_tp",
+            "unit_sel",
+            "src_tp",
+            "src_sel",
+            "src_true",
+        ),
+        0,
     )
     ratios = []
     fdp: dict[float, list[float]] = {q: [] for q in FDR_QS}
@@ -151,6 +163,10 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
         c["unit_tp"] += int(np.isin(unit, truth_units).sum())
         c["unit_sel"] += unit.size
         c["src_sel"] += src.size
+        # a source holds signal when a planted document sits in it
+        truth_src = np.unique(cw.sources[np.isin(cw.documents, truth_docs)])
+        c["src_tp"] += int(np.isin(src, truth_src).sum())
+        c["src_true"] += truth_src.size
         for q in FDR_QS:
             [f] = extract_signatures(w.values, w.scores, n_permutations=p, seed=run, fdr=q)
             hit = int(np.isin(f.units, truth_units).sum())
@@ -171,6 +187,8 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
         "multires_unit_recall": _ratio(c["unit_tp"], n_units),
         "multires_unit_precision": _ratio(c["unit_tp"], c["unit_sel"]),
         "sources_claimed_per_run": c["src_sel"] / runs,
+        "source_recall": _ratio(c["src_tp"], c["src_true"]),
+        "source_precision": _ratio(c["src_tp"], c["src_sel"]),
         **{f"fdr_q{q}": float(np.mean(fdp[q])) for q in FDR_QS},
         **{
             f"fdr_q{q}_se": float(np.std(fdp[q], ddof=1) / np.sqrt(runs)) if runs > 1 else 0.0
@@ -198,13 +216,14 @@ def _table(null: dict[str, dict], power: dict[str, dict], real: dict[str, dict])
             f"{r[f'fdr_q{FDR_NULL_Q}_any_claim_wilson95'][1]:.3f}]"
         )
     rows.append(
-        "m   d        docs  flat-unit-recall  doc-recall doc-precision  cost   "
-        "FDR q=0.05 (recall)   FDR q=0.1 (recall)"
+        "m   d        docs  flat-unit-recall  doc-recall doc-precision  src-recall "
+        "src-precision  cost   FDR q=0.05 (recall)   FDR q=0.1 (recall)"
     )
     for r in power.values():
         rows.append(
             f"{r['m']:<4}{r['units']:<9}{r['documents']:<6}{r['flat_unit_recall']:<18.3f}"
             f"{r['document_recall']:<11.3f}{r['document_precision']:<14.3f}"
+            f"{r['source_recall']:<11.3f}{r['source_precision']:<14.3f}"
             f"{r['cost_vs_flat_median']:.2f}x  "
             f"{r['fdr_q0.05']:.3f} ({r['fdr_q0.05_unit_recall']:.3f})      "
             f"{r['fdr_q0.1']:.3f} ({r['fdr_q0.1_unit_recall']:.3f})"
