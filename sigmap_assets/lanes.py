@@ -27,7 +27,7 @@ from typing import Any
 import dagster as dg
 
 from sigmap_assets.memory import cap_malloc_arenas, release_memory
-from sigmap_assets.runboard import REQUEST_TAG, Request
+from sigmap_assets.runboard import REQUEST_TAG, UNFINISHED, Request
 
 # the console shows the runner's own lines; Dagster's event log (the UI) keeps every message
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}}
@@ -252,6 +252,7 @@ class Lanes:
             raise ValueError("lanes need a persistent Dagster instance (set DAGSTER_HOME)")
         config = None if resources is None else resource_config(resources)
         self._args = (code, str(instance.root_directory), config, threads)
+        self._instance = instance
         self._n = n
         self._restart = threading.Lock()
         self._pool = self._start()
@@ -266,7 +267,8 @@ class Lanes:
 
     def materialize(self, r: Request, tags: dict[str, str]) -> None:
         """Run ``r`` in a worker and wait (raises as :func:`materialize_request`). A worker
-        that ends mid-run fails the request with one line; the pool is started again."""
+        that ends mid-run fails the request with one line and its run is marked failed (so
+        automation does not see it in progress); the pool is started again."""
         pool = self._pool
         try:
             pool.submit(_worker_run, r, tags).result()
@@ -274,9 +276,11 @@ class Lanes:
             with self._restart:
                 if self._pool is pool:
                     self._pool = self._start()
-            raise RuntimeError(
-                f"materializing {r.label()} failed:\n  its lane process ended ({exc})"
-            ) from None
+            message = f"its lane process ended ({exc})"
+            left = dg.RunsFilter(statuses=UNFINISHED, tags={**tags, REQUEST_TAG: r.label()})
+            for run in self._instance.get_runs(filters=left):
+                self._instance.report_run_failed(run, message)
+            raise RuntimeError(f"materializing {r.label()} failed:\n  {message}") from None
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)

@@ -74,7 +74,9 @@ def test_failures_come_back_as_the_runner_reports_them() -> None:
                 lanes.materialize(Request("flagged"), {})
             assert [f.split(" ")[0] for f in flagged.value.failures] == ["positive"]
             with pytest.raises(RuntimeError, match="its lane process ended"):
-                lanes.materialize(Request("dies"), {})
+                lanes.materialize(Request("dies"), {"sigmap/pid": "1"})
+            (run,) = instance.get_runs(filters=dg.RunsFilter(tags={"sigmap/request": "dies"}))
+            assert run.status == dg.DagsterRunStatus.FAILURE  # not left in progress
             lanes.materialize(Request("where"), {})  # a new worker took its place
         finally:
             lanes.close()
