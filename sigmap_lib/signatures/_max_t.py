@@ -20,6 +20,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll import MAX_MODELS_UINT8, encode_ranks
 from sigmap_lib.signatures._screening import (
     RunningTopK,
+    finite_column_sums,
     raise_on_nan,
     select_topk,
     source_chunks,
@@ -188,12 +189,7 @@ def value_sums(source: Any, chunk_units: int) -> tuple[np.ndarray, int]:
     for start, block in chunks:
         if block.shape[0] == 0:
             continue
-        s = block.sum(axis=0, dtype=np.float64)
-        if not np.isfinite(s).all():
-            raise_on_nan(block, start)
-            bad = int(np.flatnonzero(~np.isfinite(s))[0])
-            raise SigmapInputError(f"model column {bad}: an infinite value in units {start}..")
-        tot += s
+        tot += finite_column_sums(block, start)
     return tot, d
 
 

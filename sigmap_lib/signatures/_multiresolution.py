@@ -68,7 +68,7 @@ from sigmap_lib.signatures._calibration import (
 from sigmap_lib.signatures._max_t_methods import CalibratedPartial
 from sigmap_lib.signatures._method import Options, Pass
 from sigmap_lib.signatures._result import UNIT_LEVEL, Signature, values_source
-from sigmap_lib.signatures._screening import raise_on_nan, source_chunks
+from sigmap_lib.signatures._screening import finite_column_sums, source_chunks
 from sigmap_lib.signatures._statistics import check_benchmark, kernels
 
 
@@ -141,12 +141,7 @@ def group_sums(
         if n == 0:
             continue
         b = np.ascontiguousarray(block)
-        s = b.sum(axis=0, dtype=np.float64)
-        if not np.isfinite(s).all():
-            raise_on_nan(block, start)
-            bad = int(np.flatnonzero(~np.isfinite(s))[0])
-            raise SigmapInputError(f"model column {bad}: an infinite value in units {start}..")
-        total += s
+        total += finite_column_sums(b, start)
         if b.dtype.kind != "f":
             b = b.astype(np.float64)
         for i in direct:

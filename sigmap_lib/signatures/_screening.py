@@ -188,6 +188,17 @@ def raise_on_nan(block: np.ndarray, start: int, check: bool = False) -> None:
     raise SigmapInputError(f"model column {int(c)}: value is NaN at unit {start + int(r)}")
 
 
+def finite_column_sums(block: np.ndarray, start: int) -> np.ndarray:
+    """``(n_models,)`` float64 column sums of a value block whose first unit is ``start``;
+    one line naming the model column and unit of a NaN, or the column of an infinite value."""
+    s = block.sum(axis=0, dtype=np.float64)
+    if not np.isfinite(s).all():
+        raise_on_nan(block, start, check=True)
+        bad = int(np.flatnonzero(~np.isfinite(s))[0])
+        raise SigmapInputError(f"model column {bad}: an infinite value in units {start}..")
+    return s
+
+
 def screen(
     source: Any,
     scores: Any,

@@ -21,6 +21,7 @@ from sigmap_lib.signatures import (
     minp_adjusted,
 )
 from sigmap_lib.signatures._calibration import adjusted_p_values, calibrated_signatures
+from sigmap_lib.signatures._max_t import value_sums
 from sigmap_lib.worlds import clustered_world, hard_world
 
 P = 99
@@ -57,6 +58,11 @@ def test_group_sums_refuse_rank_codes_and_name_a_nan(tmp_path) -> None:
     values[7, 2] = np.nan
     with pytest.raises(SigmapInputError, match="model column 2: value is NaN at unit 7"):
         group_sums(values, [np.zeros(50, dtype=int)])
+    values[7, 2] = np.inf
+    with pytest.raises(SigmapInputError, match=r"model column 2: an infinite value in units 0\.\."):
+        group_sums(values, [np.zeros(50, dtype=int)], chunk_units=64)
+    with pytest.raises(SigmapInputError, match=r"model column 2: an infinite value in units 0\.\."):
+        value_sums(values, chunk_units=64)
 
 
 def _brute_minp(mats: list[np.ndarray], level: int, s: float) -> tuple[float, float]:
