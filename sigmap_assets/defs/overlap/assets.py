@@ -1,5 +1,7 @@
 """Overlap: three levels of benchmark overlap (METHODS §4) and the report of their analyses (§5)."""
 
+from typing import TYPE_CHECKING
+
 import dagster as dg
 import numpy as np
 
@@ -10,6 +12,9 @@ from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import asset_ran, skip_level
 from sigmap_assets.state import StoredState
 from sigmap_lib.errors import SigmapInputError
+
+if TYPE_CHECKING:
+    from sigmap_lib.signatures import SignatureSettings
 
 ALL_BENCHMARKS = dg.AllPartitionMapping()
 
@@ -224,7 +229,7 @@ def signature_overlap(
     )
 
 
-def check_claim_level(level: str, settings) -> None:
+def check_claim_level(level: str, settings: "SignatureSettings | None") -> None:
     """One line when ``level`` is not a level the signatures hold."""
     hierarchy = settings.hierarchy.split(",") if settings is not None and settings.hierarchy else []
     if level and level not in ["unit", *hierarchy]:
