@@ -326,7 +326,7 @@ class GraphRunner:
             ):
                 self._join()
                 for name in roots:
-                    self._execute([Request(name)], prog, durations)
+                    self._one(Request(name), prog, durations, 1)
                 if self._get(AUTOMATION_CURSOR) is None:
                     self._tick(selection)  # the first evaluation only records the state it finds
                 sync_partitions(self.instance, self.resources["world"], self.log)
@@ -588,11 +588,6 @@ class GraphRunner:
         )
         more = f" and {len(others) - 1} more request(s)" if len(others) > 1 else ""
         self.log(f"sigmap: waiting for {what}{more} of another sigmap process (pid {owner.pid})")
-
-    def _execute(self, requests: list[Request], prog: Progress, durations: dict) -> None:
-        """Run requests one after another, in the order given."""
-        for r in requests:
-            self._one(r, prog, durations, sum(q.asset == r.asset for q in requests))
 
     def _one(self, r: Request, prog: Progress, durations: dict, of: int) -> str:
         """Materialize one request (or record why not) into the summary; returns the
