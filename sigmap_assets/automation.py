@@ -28,8 +28,9 @@ retried in a loop: GPU work is requested once per cell.
 
 from __future__ import annotations
 
+import inspect
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dagster as dg
@@ -55,17 +56,26 @@ def tick_seconds(default: int) -> int:
     return int(raw)
 
 
-def sigmap_sensor(name: str, *, seconds: int, description: str, **kwargs: Any) -> Any:
-    """``dg.sensor`` as every sigmap sensor is declared: running by default, ticking at
-    most every :func:`tick_seconds` ``(seconds)``; ``kwargs`` (``target``,
-    ``asset_selection``) go to ``dg.sensor`` as they are."""
-    return dg.sensor(
-        name=name,
-        minimum_interval_seconds=tick_seconds(seconds),
-        default_status=dg.DefaultSensorStatus.RUNNING,
-        description=description,
-        **kwargs,
-    )
+#: What a sigmap sensor's evaluation returns.
+SensorOutcome = dg.SensorResult | dg.SkipReason
+
+
+def sigmap_sensor(*, seconds: int, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+    """``dg.sensor`` as every sigmap sensor is declared: named after its function, described
+    by its docstring (the UI shows it), running by default, ticking at most every
+    :func:`tick_seconds` ``(seconds)``; ``kwargs`` (``target``, ``asset_selection``) go to
+    ``dg.sensor`` as they are."""
+
+    def declare(fn: Callable[..., Any]) -> Any:
+        return dg.sensor(
+            name=fn.__name__,
+            minimum_interval_seconds=tick_seconds(seconds),
+            default_status=dg.DefaultSensorStatus.RUNNING,
+            description=inspect.getdoc(fn),
+            **kwargs,
+        )(fn)
+
+    return declare
 
 
 AC = dg.AutomationCondition

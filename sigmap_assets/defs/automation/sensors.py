@@ -14,7 +14,7 @@ import hashlib
 
 import dagster as dg
 
-from sigmap_assets.automation import sigmap_sensor, tick_seconds
+from sigmap_assets.automation import SensorOutcome, sigmap_sensor, tick_seconds
 from sigmap_assets.partitions import benchmarks_partitions
 from sigmap_assets.resources import WorldResource
 
@@ -35,17 +35,10 @@ nightly_score_refresh = dg.ScheduleDefinition(
 )
 
 
-@sigmap_sensor(
-    "catalog_sensor",
-    seconds=60,
-    description=(
-        "When catalog.yaml changes, adds a `benchmarks` partition for each new benchmark "
-        "(automation re-reads the catalog and the scores when the input observer sees it change)."
-    ),
-)
-def catalog_sensor(
-    context: dg.SensorEvaluationContext, world: WorldResource
-) -> dg.SensorResult | dg.SkipReason:
+@sigmap_sensor(seconds=60)
+def catalog_sensor(context: dg.SensorEvaluationContext, world: WorldResource) -> SensorOutcome:
+    """When catalog.yaml changes, adds a `benchmarks` partition for each new benchmark
+    (automation re-reads the catalog and the scores when the input observer sees it change)."""
     from sigmap_assets.registry_sync import plan_benchmark_sync
 
     path = world.file("catalog.yaml")
@@ -68,18 +61,13 @@ def catalog_sensor(
 
 
 @sigmap_sensor(
-    "automation_backfill_retry",
     seconds=30,
     asset_selection=dg.AssetSelection.all(),  # what automation targets; no job is built
-    description=(
-        "Submits again, once, an automation backfill that Dagster's backfill daemon failed "
-        "before launching anything ('Unable to determine root partitions'), with its target "
-        "spelled out as partition keys; automation never repeats a tick's request."
-    ),
 )
-def automation_backfill_retry(
-    context: dg.SensorEvaluationContext,
-) -> dg.SensorResult | dg.SkipReason:
+def automation_backfill_retry(context: dg.SensorEvaluationContext) -> SensorOutcome:
+    """Submits again, once, an automation backfill that Dagster's backfill daemon failed
+    before launching anything ('Unable to determine root partitions'), with its target
+    spelled out as partition keys; automation never repeats a tick's request."""
     import json
     import time
 

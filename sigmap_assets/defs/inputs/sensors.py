@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sigmap_assets.automation import sigmap_sensor
+from sigmap_assets.automation import SensorOutcome, sigmap_sensor
 from sigmap_assets.defs.inputs.assets import user_inputs
 from sigmap_assets.fingerprints import (
     ABSENT,
@@ -53,19 +53,13 @@ def changed_inputs(instance: dg.DagsterInstance, world: WorldResource) -> list[d
     return events
 
 
-@sigmap_sensor(
-    "input_observer",
-    seconds=30,
-    description=(
-        "Fingerprints the user's inputs (registry, catalog, corpus files, score sources, "
-        "lm-eval logs, the settings that change results) each tick and records an observation of every input whose fingerprint "
-        "differs from the one last observed (an input is first observed once it exists). It "
-        "launches no run: automation re-reads an observed change on its next tick."
-    ),
-)
-def input_observer(
-    context: dg.SensorEvaluationContext, world: WorldResource
-) -> dg.SensorResult | dg.SkipReason:
+@sigmap_sensor(seconds=30)
+def input_observer(context: dg.SensorEvaluationContext, world: WorldResource) -> SensorOutcome:
+    """Fingerprints the user's inputs (registry, catalog, corpus files, score sources,
+    lm-eval logs, the settings that change results) each tick and records an observation of
+    every input whose fingerprint differs from the one last observed (an input is first
+    observed once it exists). It launches no run: automation re-reads an observed change on
+    its next tick."""
     try:
         events = changed_inputs(context.instance, world)
     except (OSError, ValueError) as exc:  # no world folder yet, an unreadable file

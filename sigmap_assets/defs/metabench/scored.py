@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from sigmap_assets.automation import sigmap_sensor
+from sigmap_assets.automation import SensorOutcome, sigmap_sensor
 from sigmap_assets.metadata import image_md, md_table
 from sigmap_assets.partitions import scored_models_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
@@ -90,19 +90,11 @@ def scored_models(
     )
 
 
-@sigmap_sensor(
-    "lm_eval_logs_sensor",
-    seconds=30,
-    target=dg.AssetSelection.assets("scored_models"),
-    description=(
-        "Watches the lm-eval output folder (`lm_eval_logs` in sigmap.yaml, else "
-        "<world>/lm_eval_logs): every model folder becomes a `scored_models` partition and is "
-        "(re-)scored when its files change (run_key per folder fingerprint: idempotent)."
-    ),
-)
-def lm_eval_logs_sensor(
-    context: dg.SensorEvaluationContext, world: WorldResource
-) -> dg.SensorResult | dg.SkipReason:
+@sigmap_sensor(seconds=30, target=dg.AssetSelection.assets("scored_models"))
+def lm_eval_logs_sensor(context: dg.SensorEvaluationContext, world: WorldResource) -> SensorOutcome:
+    """Watches the lm-eval output folder (`lm_eval_logs` in sigmap.yaml, else
+    <world>/lm_eval_logs): every model folder becomes a `scored_models` partition and is
+    (re-)scored when its files change (run_key per folder fingerprint: idempotent)."""
     root = world.lm_eval_logs()
     folders = log_folders(root)
     if not folders:

@@ -6,29 +6,21 @@ import json
 
 import dagster as dg
 
-from sigmap_assets.automation import sigmap_sensor
+from sigmap_assets.automation import SensorOutcome, sigmap_sensor
 from sigmap_assets.partitions import cell_key, models_partitions, shards_partitions
 from sigmap_assets.registry_sync import plan_model_sync
 from sigmap_assets.resources import WorldResource
 
 
-@sigmap_sensor(
-    "new_model_sensor",
-    seconds=30,
-    target=dg.AssetSelection.assets("token_nll"),
-    description=(
-        "Reads models.yaml; in one tick adds a `models` partition for every new model (a row of "
-        "token_nll cells, one per shard, which automation then fills once each). Automation "
-        "re-reads the registry and the scores when the input observer sees the files change. "
-        "Removing a model from the file never deletes its partition or data. A registered "
-        "model whose files change in place (sizes or mtimes) gets its cells requested again "
-        "(once per change): the registry names the files, not their content, so only this "
-        "sensor sees that change, and only that model is rescored."
-    ),
-)
-def new_model_sensor(
-    context: dg.SensorEvaluationContext, world: WorldResource
-) -> dg.SensorResult | dg.SkipReason:
+@sigmap_sensor(seconds=30, target=dg.AssetSelection.assets("token_nll"))
+def new_model_sensor(context: dg.SensorEvaluationContext, world: WorldResource) -> SensorOutcome:
+    """Reads models.yaml; in one tick adds a `models` partition for every new model (a row
+    of token_nll cells, one per shard, which automation then fills once each). Automation
+    re-reads the registry and the scores when the input observer sees the files change.
+    Removing a model from the file never deletes its partition or data. A registered model
+    whose files change in place (sizes or mtimes) gets its cells requested again (once per
+    change): the registry names the files, not their content, so only this sensor sees that
+    change, and only that model is rescored."""
     path = world.file("models.yaml")
     if not path.exists():
         return dg.SkipReason(
