@@ -68,3 +68,15 @@ def test_report_shows_models_skips_and_the_banner(project: Project) -> None:
 
     # existing keys are untouched
     assert {"claims", "levels", "no_signature"} <= set(summary)
+
+
+def test_the_report_config_is_the_robustness_and_alignment_options() -> None:
+    """overlap_report passes its run config as robustness_and_alignment's keyword arguments."""
+    import inspect
+
+    from sigmap_assets.defs.overlap.assets import ReportConfig
+    from sigmap_assets.defs.overlap.report import robustness_and_alignment
+
+    params = inspect.signature(robustness_and_alignment).parameters
+    keyword_only = {n for n, p in params.items() if p.kind is p.KEYWORD_ONLY}
+    assert set(ReportConfig().model_dump()) == keyword_only - {"max_questions"}

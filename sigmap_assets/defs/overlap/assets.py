@@ -240,6 +240,9 @@ def check_claim_level(level: str, settings: "SignatureSettings | None") -> None:
 
 
 class ReportConfig(SigmapConfig):
+    """The options of the report's robustness table and alignment (its fields are
+    ``robustness_and_alignment``'s keyword arguments)."""
+
     robustness: bool = True
     """Recompute the signature level with pre-select, corpus halves, model subsets, bic/ebic."""
     n_model_subsets: int = 3
@@ -271,14 +274,5 @@ def overlap_report(
     state = StoredState.read(storage)
     levels = {name: m for name in LEVELS if (m := state.load_matrix(name)) is not None}
     inputs = state.signature_inputs(state.benchmark_keys)
-    report = build_report(
-        state,
-        world,
-        levels,
-        inputs,
-        robustness=config.robustness,
-        alignment=config.alignment,
-        n_model_subsets=config.n_model_subsets,
-        seed=config.seed,
-    )
+    report = build_report(state, world, levels, inputs, **config.model_dump())
     return dg.MaterializeResult(metadata=report_metadata(state, levels, report))

@@ -147,6 +147,11 @@ class ZooModelSpec:
         """Raw id of the registry model holding the weights after ``step`` steps."""
         return f"zoo/{self.name}-step{step}"
 
+    def training(self) -> dict[str, Any]:
+        """The keyword arguments of :func:`~sigmap_lib.worlds.train_causal_lm` this run
+        trains with (``steps``, ``batch_size``, ``seq_len``, ``lr``, ``seed``)."""
+        return {k: getattr(self, k) for k in ("steps", "batch_size", "seq_len", "lr", "seed")}
+
 
 def _spec(arch: str, mixture: str, size: str, steps: int, seed: int) -> ZooModelSpec:
     early = tuple(round(steps * k / 20) for k in EARLY_TWENTIETHS)
@@ -498,17 +503,7 @@ def _train_one(
 
     hook = model.register_forward_pre_hook(_snapshot)
     try:
-        stats = train_causal_lm(
-            model,
-            tok,
-            train,
-            steps=spec.steps,
-            batch_size=spec.batch_size,
-            seq_len=spec.seq_len,
-            lr=spec.lr,
-            seed=spec.seed,
-            threads=max(1, threads),
-        )
+        stats = train_causal_lm(model, tok, train, **spec.training(), threads=max(1, threads))
     finally:
         hook.remove()
     if calls[0] != spec.steps or set(snaps) != want:

@@ -480,6 +480,18 @@ def test_checkpoint_steps() -> None:
         checkpoint_steps(100, -1)
 
 
+def test_a_zoo_run_trains_with_its_recipe() -> None:
+    """The spec's training settings are keyword arguments of train_causal_lm, with its values."""
+    import inspect
+
+    from sigmap_lib.worlds import train_causal_lm
+    from sigmap_lib.worlds.zoo._models import ZooModelSpec
+
+    spec = ZooModelSpec("gpt2-prose-s", "gpt2", "prose", "s", steps=7, lr=0.01, seed=3)
+    assert spec.training() == {"steps": 7, "batch_size": 8, "seq_len": 128, "lr": 0.01, "seed": 3}
+    assert set(spec.training()) <= set(inspect.signature(train_causal_lm).parameters)
+
+
 def test_checkpoints_do_not_change_training(quick_texts, tmp_path: Path) -> None:
     """Snapshotting during training leaves the final weights bit-identical."""
     import dataclasses
