@@ -97,3 +97,12 @@ def test_token_nll_runs_on_the_gpu_pool_with_k8s_tags() -> None:
     ]
     assert limits["nvidia.com/gpu"] == "1"
     assert assets_def.backfill_policy == dg.BackfillPolicy.multi_run(1)
+
+
+def test_every_sensor_is_described_and_runs_by_default() -> None:
+    """The UI shows each sensor's docstring (``@sigmap_sensor``) and starts it running."""
+    sensors = {s.name: s for s in defs().sensors or []}
+    assert {"input_observer", "new_model_sensor", "catalog_sensor"} <= set(sensors)
+    for name, sensor in sensors.items():
+        assert sensor.description and len(sensor.description) > 40, name
+        assert sensor.default_status == dg.DefaultSensorStatus.RUNNING, name
