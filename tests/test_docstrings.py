@@ -1,8 +1,8 @@
 """Every public function of ``sigmap_lib`` carries a runnable NumPy-style *Examples*
 section, and every example runs (doctest) in ``make test``.
 
-The public API is what each subpackage exports in ``__all__``; examples use tiny inputs
-and never download anything.
+The public API is what each subpackage exports in ``__all__``; examples use tiny inputs,
+never download anything and run alone (they import what they use).
 """
 
 from __future__ import annotations
@@ -60,7 +60,8 @@ def _examples() -> list[doctest.DocTest]:
     tests = []
     for name, fn in sorted({**FUNCS, **CLASSES}.items()):
         mod = importlib.import_module(fn.__module__)
-        for t in finder.find(fn, name, module=mod, globs=dict(vars(mod))):
+        # each example runs alone, as a reader pasting it would run it
+        for t in finder.find(fn, name, module=mod, globs={}):
             if t.examples:
                 tests.append(t)
     return tests

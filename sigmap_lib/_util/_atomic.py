@@ -33,6 +33,7 @@ def atomic_dir(dest: str | os.PathLike[str], *, keep_unchanged: bool = False) ->
 
     Examples
     --------
+    >>> from sigmap_lib._util import atomic_dir
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> with atomic_dir(root / "fit") as tmp:
@@ -99,6 +100,7 @@ def atomic_file(
 
     Examples
     --------
+    >>> from sigmap_lib._util import atomic_file
     >>> import tempfile, pathlib
     >>> out = pathlib.Path(tempfile.mkdtemp()) / "table.csv"
     >>> with atomic_file(out) as tmp:
@@ -141,6 +143,7 @@ def atomic_write_bytes(
 
     Examples
     --------
+    >>> from sigmap_lib._util import atomic_write_bytes
     >>> import tempfile, pathlib
     >>> p = atomic_write_bytes(pathlib.Path(tempfile.mkdtemp()) / "x.bin", b"abc")
     >>> p.read_bytes()
@@ -164,6 +167,7 @@ def atomic_write_text(
 
     Examples
     --------
+    >>> from sigmap_lib._util import atomic_write_text
     >>> import tempfile, pathlib
     >>> atomic_write_text(pathlib.Path(tempfile.mkdtemp()) / "a.txt", "héllo").read_text()
     'héllo'
@@ -178,6 +182,7 @@ def json_default(o: Any) -> Any:
 
     Examples
     --------
+    >>> from sigmap_lib._util import json_default
     >>> import json, numpy as np
     >>> json.dumps({"n": np.int64(3), "x": np.float32(0.5), "v": np.arange(2)}, default=json_default)
     '{"n": 3, "x": 0.5, "v": [0, 1]}'
@@ -204,6 +209,7 @@ def atomic_write_json(
 
     Examples
     --------
+    >>> from sigmap_lib._util import atomic_write_json
     >>> import tempfile, pathlib, numpy as np
     >>> p = atomic_write_json(pathlib.Path(tempfile.mkdtemp()) / "s.json", {"k": np.int8(2)})
     >>> p.read_text()

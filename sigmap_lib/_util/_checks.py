@@ -56,6 +56,8 @@ def array_like(
 
     Examples
     --------
+    >>> import numpy as np
+    >>> from sigmap_lib._util import array_like
     >>> array_like([1, 2, 3], "scores", ndim=2, promote_1d=True).shape
     (3, 1)
     >>> array_like([[1.0, float("nan")]], "X", ndim=2, finite=True)

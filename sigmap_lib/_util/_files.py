@@ -22,6 +22,7 @@ def files_in(path: str | Path, pattern: str, what: str) -> list[Path]:
 
     Examples
     --------
+    >>> from sigmap_lib._util import files_in
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> for name in ("b/results_2.json", "a/results_1.json", "a/notes.txt"):
@@ -50,6 +51,7 @@ def read_head(path: Path, n: int, what: str) -> bytes:
 
     Examples
     --------
+    >>> from sigmap_lib._util import read_head
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "model.gguf"
     >>> _ = p.write_bytes(b"GGUF\\x03\\x00")
@@ -78,6 +80,7 @@ def read_folder_json(folder: str | Path, name: str, what: str) -> tuple[Path, An
 
     Examples
     --------
+    >>> from sigmap_lib._util import read_folder_json
     >>> import tempfile, pathlib
     >>> root = pathlib.Path(tempfile.mkdtemp())
     >>> _ = (root / "truth.json").write_text('{"world": "synthetic"}')

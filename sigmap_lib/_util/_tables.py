@@ -22,6 +22,7 @@ def table_kind(path: Path, what: str = "scores file") -> str:
 
     Examples
     --------
+    >>> from sigmap_lib._util import table_kind
     >>> from pathlib import Path
     >>> table_kind(Path("scores.csv")), table_kind(Path("x.TSV")), table_kind(Path("a.pq"))
     ('csv', 'tsv', 'parquet')
@@ -48,6 +49,7 @@ def read_table(path: str | Path, what: str) -> tuple[pl.DataFrame, str]:
 
     Examples
     --------
+    >>> from sigmap_lib._util import read_table
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
     >>> _ = p.write_text("model,arc\\nm1,51.2\\n")
@@ -91,6 +93,7 @@ def row_label(kind: str, idx: int) -> str:
 
     Examples
     --------
+    >>> from sigmap_lib._util import row_label
     >>> row_label("csv", 0), row_label("parquet", 0)
     ('line 2', 'row 0')
     """
@@ -102,6 +105,7 @@ def load_json(path: Path, what: str) -> Any:
 
     Examples
     --------
+    >>> from sigmap_lib._util import load_json
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "results.json"
     >>> _ = p.write_text('{"results": {"arc": {"acc,none": 0.5}}}')
@@ -126,6 +130,7 @@ def iter_jsonl(path: str | Path, what: str = "") -> Iterator[tuple[int, dict[str
 
     Examples
     --------
+    >>> from sigmap_lib._util import iter_jsonl
     >>> import tempfile, pathlib
     >>> p = pathlib.Path(tempfile.mkdtemp()) / "q.jsonl"
     >>> _ = p.write_text('{"text": "a"}\\n\\n{"text": "b"}\\n')

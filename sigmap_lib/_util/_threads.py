@@ -36,6 +36,7 @@ def single_blas_thread() -> Any:
 
     Examples
     --------
+    >>> from sigmap_lib._util import single_blas_thread
     >>> import numpy as np
     >>> from threadpoolctl import threadpool_info
     >>> with single_blas_thread():
