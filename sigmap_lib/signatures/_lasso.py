@@ -243,14 +243,11 @@ class AuthorsLasso(SignatureMethod):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sigmap_lib.signatures import AuthorsLasso
-    >>> rng = np.random.default_rng(0)
-    >>> y = rng.standard_normal(20)
-    >>> values = rng.standard_normal((300, 20))
-    >>> values[[3, 40]] = -y + 0.05 * rng.standard_normal((2, 20))
+    >>> from sigmap_lib.worlds import planted_values
+    >>> values, scores = planted_values(300, 20, planted=[3, 40], noise=0.05)
     >>> method = AuthorsLasso(tail_fraction=0.01, lasso_alpha=0.1, n_permutations=99)
-    >>> [sig] = method.extract(values, y[:, None], names=["b"])
+    >>> [sig] = method.extract(values, scores, names=["b"])
     >>> sig.method, sig.units.tolist(), sig.coef.round(3).tolist()  # largest |coef| first
     ('lasso', [40, 3], [-0.566, -0.184])
     >>> sig.calibration.adjusted_p.tolist()  # the marginal max-T pass of n_permutations

@@ -125,16 +125,13 @@ class CalibratedPartial(_MaxT):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sigmap_lib.signatures import CalibratedPartial
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.standard_normal(16)
-    >>> values = rng.standard_normal((400, 16))  # (n_units, n_models)
-    >>> values[[5, 120]] = -a + 0.1 * rng.standard_normal((2, 16))
+    >>> from sigmap_lib.worlds import planted_values
+    >>> values, scores = planted_values(400, 16, planted=[5, 120])  # (n_units, n_models)
     >>> method = CalibratedPartial(n_permutations=99)
     >>> method
     CalibratedPartial(n_permutations=99)
-    >>> [sig] = method.extract(values, a[:, None], names=["real"])
+    >>> [sig] = method.extract(values, scores, names=["real"])
     >>> sig.method, sig.units.tolist()
     ('calibrated', [5, 120])
     """
@@ -173,13 +170,10 @@ class CalibratedMarginal(_MaxT):
 
     Examples
     --------
-    >>> import numpy as np
     >>> from sigmap_lib.signatures import CalibratedMarginal
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.standard_normal(16)
-    >>> values = rng.standard_normal((400, 16))
-    >>> values[7] = -a
-    >>> [sig] = CalibratedMarginal().extract(values, a[:, None], names=["b"])
+    >>> from sigmap_lib.worlds import planted_values
+    >>> values, scores = planted_values(400, 16, planted=[7], noise=0.0)
+    >>> [sig] = CalibratedMarginal().extract(values, scores, names=["b"])
     >>> sig.units.tolist(), sig.calibration.statistic
     ([7], 'thrush')
     """

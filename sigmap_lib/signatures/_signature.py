@@ -189,11 +189,10 @@ def extract_signatures(
 
     >>> import numpy as np
     >>> from sigmap_lib.signatures import extract_signatures
-    >>> rng = np.random.default_rng(0)
-    >>> a = rng.standard_normal(16)
-    >>> values = rng.standard_normal((400, 16))  # (n_units, n_models)
-    >>> values[[5, 120]] = -a + 0.1 * rng.standard_normal((2, 16))
-    >>> scores = np.column_stack([a, rng.standard_normal(16)])  # (n_models, B)
+    >>> from sigmap_lib.worlds import planted_values
+    >>> values, scores = planted_values(400, 16, planted=[5, 120], n_null_benchmarks=1)
+    >>> values.shape, scores.shape  # (n_units, n_models), (n_models, B)
+    ((400, 16), (16, 2))
     >>> sigs = extract_signatures(values, scores, benchmark_names=["real", "noise"])
     >>> [(s.benchmark, s.method, s.units.tolist(), s.empty) for s in sigs]
     [('real', 'calibrated', [5, 120], False), ('noise', 'calibrated', [], True)]
@@ -203,6 +202,7 @@ def extract_signatures(
     The paper's forward selection by BIC, with the leave-one-model-out R² of the whole
     procedure; the second benchmark has no score for model 0:
 
+    >>> a = scores[:, 0]
     >>> scores = np.column_stack([a, -a])
     >>> scores[0, 1] = np.nan
     >>> sigs = extract_signatures(

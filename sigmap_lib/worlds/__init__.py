@@ -22,6 +22,7 @@ from ._matrix_world import (
 )
 from ._minimums import REASONS as MINIMUM_REASONS
 from ._minimums import WorldMinimums, read_minimums
+from ._planted import planted_values
 from ._preflight import (
     WorldProblem,
     preflight_world,
@@ -64,6 +65,7 @@ __all__ = [
     "init_world",
     "make_synthetic_world",
     "planted_recovery",
+    "planted_values",
     "preflight_world",
     "random_text",
     "read_corpus_settings",
