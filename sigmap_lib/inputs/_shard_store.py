@@ -318,6 +318,9 @@ class ShardedCorpus:
     >>> corpus = ShardedCorpus(stores)
     >>> corpus.n_units, corpus.context(7), corpus.unit_doc.tolist()
     (8, ('42 ', 'clouds'), [0, 0, 0, 0, 0, 0, 1, 1])
+    >>> groups = corpus.unit_groups(["source", "document"])  # for multi-resolution signatures
+    >>> groups["source"].tolist()[-3:], groups["document"].tolist()[-3:]
+    (['a.txt', 'b.txt', 'b.txt'], [0, 1, 1])
     """
 
     def __init__(self, stores: Sequence[ShardStore]) -> None:
@@ -393,16 +396,7 @@ class ShardedCorpus:
 
         Examples
         --------
-        >>> from pathlib import Path
-        >>> from sigmap_lib.inputs import ShardedCorpus, plan_corpus, write_shard_store
-        >>> Path("corpus").mkdir()
-        >>> _ = Path("corpus/a.txt").write_text("A river, a stone.")
-        >>> _ = Path("corpus/b.txt").write_text("42 clouds")
-        >>> corpus = ShardedCorpus([write_shard_store(s, "corpus", f"shards/{s.key}")
-        ...                         for s in plan_corpus("corpus", target_units=100)])
-        >>> groups = corpus.unit_groups(["source", "document"])
-        >>> groups["source"].tolist()[-3:], groups["document"].tolist()[-3:]
-        (['a.txt', 'b.txt', 'b.txt'], [0, 1, 1])
+        See :class:`ShardedCorpus`.
         """
         known = {"source": lambda: self.unit_source, "document": lambda: self.unit_doc}
         bad = [lv for lv in levels if lv not in known]

@@ -233,12 +233,16 @@ class SignatureMethod(ABC):
         Parameters
         ----------
         source : RankStore | (n_units, n_models) array | sequence of per-model arrays
+            What :func:`sigmap_lib.signatures.screen` reads.
         scores : numpy.ndarray, shape (n_models, B)
-            Higher = better; NaN = unscored.
+            Higher = better; NaN = unscored (that model is left out of the benchmark; the
+            benchmarks scored by the same models share their ranks, ``ĝ`` and passes).
         names : sequence of str, length B
-        nll_arrays : per-model values (NLL) when ``source`` holds only rank codes.
+        nll_arrays : per-model arrays of the per-unit values (NLL), optional
+            For the methods that read values (``reads_values``): required with a RankStore
+            source, ``source`` itself otherwise.
         seed : int
-            Seed of every random draw.
+            Seed of every random draw (permutations, bootstrap).
         chunk_units : int
             Units read at a time (the result does not depend on it).
 

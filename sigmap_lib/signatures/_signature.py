@@ -152,11 +152,10 @@ def extract_signatures(
 
     Parameters
     ----------
-    source : RankStore | (n_units, n_models) array | sequence of per-model arrays
-        What :func:`sigmap_lib.signatures.screen` reads.
+    source, nll_arrays, seed, chunk_units
+        As in :meth:`SignatureMethod.extract <sigmap_lib.signatures.SignatureMethod.extract>`.
     scores : array_like, shape (n_models,) or (n_models, B)
-        Higher = better; NaN = unscored (that model is left out of the benchmark; the
-        benchmarks scored by the same models share their ranks, ``ĝ`` and passes).
+        One benchmark or several (see ``SignatureMethod.extract``).
     method : str or SignatureMethod
         A mode of :data:`SIGNATURE_METHODS` or a built method: ``"calibrated"`` (default,
         :class:`~sigmap_lib.signatures.CalibratedPartial`: the max-T test of the partial
@@ -165,14 +164,7 @@ def extract_signatures(
         (:class:`~sigmap_lib.signatures.AuthorsLasso`, the authors' code §2b), ``"aic" |
         "bic" | "ebic"`` (:class:`~sigmap_lib.signatures.ForwardSelection`, the paper's
         text §3).
-    nll_arrays : per-model arrays of the per-unit values (NLL) for the methods that read
-        values (``reads_values``; required with a RankStore source, defaults to ``source``
-        otherwise). ``"calibrated-marginal"`` needs only the ranks.
     benchmark_names : sequence of str, optional
-    seed : int
-        Seed of every random draw (permutations, bootstrap).
-    chunk_units : int
-        Units read at a time (the result does not depend on it).
     **params
         The method's own parameters (see its class); another method's parameter is an
         error that lists this method's.

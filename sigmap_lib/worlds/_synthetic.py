@@ -59,11 +59,10 @@ class SyntheticWorld:
 
     Attributes
     ----------
-    root : Path
-    model_ids : list[str]
-    benchmarks : list[str]
-    functions : list[str]
+    root, model_ids, benchmarks, functions
+        The world folder and its models, benchmarks and latent functions.
     benchmark_function : dict[str, str]
+        The function each benchmark measures.
     planted : dict[str, numpy.ndarray]
         Planted unit indices per function.
     scores : numpy.ndarray, shape (n_models, n_benchmarks)
