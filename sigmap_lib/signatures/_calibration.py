@@ -161,6 +161,59 @@ FWER_SCOPES = ("benchmark", "all")
 PARTIAL_STATISTICS = ("spearman", "pearson")
 
 
+@dataclass(frozen=True, kw_only=True)
+class DesignOptions:
+    """What fixes a calibrated pass before it reads a unit: the test, its permutations and
+    the estimate of general quality (checked on construction).
+
+    Several passes built from the same options and scores (the levels of a hierarchy) use
+    the same ``ĝ``, residuals and permutation columns (:func:`calibrated_design`).
+
+    Attributes
+    ----------
+    method : {"calibrated", "calibrated-marginal"}
+    n_permutations : int
+    shared_null, two_sided : bool
+    seed : int or numpy.random.Generator
+    chunk_units : int
+        Units read at a time (the result does not depend on it).
+    strata : array_like, shape (n_models,), optional
+        ``"calibrated"`` only.
+    fwer : {"benchmark", "all"}
+    names : sequence of str, optional
+        The benchmarks, for messages.
+    partial_statistic : {"spearman", "pearson"}
+    quality_sums : (numpy.ndarray of shape (n_models,), int), optional
+        Per-model value sums and the unit count that give ``ĝ`` (default: read from the
+        source).
+    """
+
+    method: str
+    n_permutations: int
+    shared_null: bool
+    two_sided: bool
+    seed: int | np.random.Generator
+    chunk_units: int
+    strata: Any = None
+    fwer: str = "benchmark"
+    names: Any = None
+    partial_statistic: str = "spearman"
+    quality_sums: tuple[np.ndarray, int] | None = None
+
+    def __post_init__(self) -> None:
+        if self.method not in CALIBRATED_METHODS:
+            raise SigmapInputError(f"calibrated method must be one of {CALIBRATED_METHODS}")
+        if self.n_permutations < 1:
+            raise SigmapInputError(f"method={self.method!r} needs n_permutations >= 1")
+        if self.fwer not in FWER_SCOPES:
+            raise SigmapInputError(f"fwer must be one of {FWER_SCOPES}, got {self.fwer!r}")
+        if self.partial_statistic not in PARTIAL_STATISTICS:
+            raise SigmapInputError(
+                f"partial_statistic must be one of {PARTIAL_STATISTICS}, "
+                f"got {self.partial_statistic!r}"
+            )
+
+
 # ----------------------------------------------------------------------------------------
 # result types
 
@@ -421,47 +474,26 @@ def check_calibrated_models(m: int, strata: Any = None, name: str = "") -> None:
 def calibrated_signatures(
     source: Any,
     y: np.ndarray,
+    options: DesignOptions,
     *,
-    method: str,
-    n_permutations: int,
     alpha: float,
-    shared_null: bool,
-    two_sided: bool,
-    seed: int | np.random.Generator,
     buffer_units: int,
-    chunk_units: int,
-    strata: Any = None,
-    fwer: str = "benchmark",
-    names: Any = None,
-    partial_statistic: str = "spearman",
-    quality_sums: tuple[np.ndarray, int] | None = None,
     design: _Design | None = None,
     fdr: float | None = None,
 ) -> list[CalibratedResult]:
     """Max-T calibrated signatures of every column of ``y (m, B)`` (see module docstring).
 
     ``source`` holds per-unit values for ``"calibrated"`` (rank codes suffice for the
-    marginal test). ``quality_sums``: the per-model value sums and unit count that give
-    ``ĝ`` (default: from ``source``); ``design``: the scores' residuals and permutation
-    columns from :func:`calibrated_design` (default: built here), so that several sources
-    (the levels of a hierarchy) are tested with the same ones. ``fdr``: claim units at
-    that false-discovery rate instead of the family-wise error ``alpha``
+    marginal test). ``design``: the scores' residuals and permutation columns from
+    :func:`calibrated_design` with the same ``options`` (default: built here), so that
+    several sources (the levels of a hierarchy) are tested with the same ones. ``fdr``:
+    claim units at that false-discovery rate instead of the family-wise error ``alpha``
     (:mod:`._fdr`)."""
-    if method not in CALIBRATED_METHODS:
-        raise SigmapInputError(f"calibrated method must be one of {CALIBRATED_METHODS}")
-    if n_permutations < 1:
-        raise SigmapInputError(f"method={method!r} needs n_permutations >= 1")
     if not 0.0 < alpha < 1.0:
         raise SigmapInputError(f"alpha must be in (0, 1), got {alpha}")
     if buffer_units < 1:
         raise SigmapInputError(f"buffer_units must be >= 1, got {buffer_units}")
-    if fwer not in FWER_SCOPES:
-        raise SigmapInputError(f"fwer must be one of {FWER_SCOPES}, got {fwer!r}")
-    if partial_statistic not in PARTIAL_STATISTICS:
-        raise SigmapInputError(
-            f"partial_statistic must be one of {PARTIAL_STATISTICS}, got {partial_statistic!r}"
-        )
-    if fdr is not None and (method != "calibrated" or fwer != "benchmark"):
+    if fdr is not None and (options.method != "calibrated" or options.fwer != "benchmark"):
         raise SigmapInputError(
             "fdr= is an option of method='calibrated' with fwer='benchmark' (the rate is "
             "controlled per benchmark)"
@@ -469,21 +501,10 @@ def calibrated_signatures(
     if fdr is not None and not 0.0 < fdr < 1.0:
         raise SigmapInputError(f"fdr must be in (0, 1), got {fdr}")
     if design is None:
-        design = calibrated_design(
-            source,
-            y,
-            method=method,
-            n_permutations=n_permutations,
-            shared_null=shared_null,
-            two_sided=two_sided,
-            seed=seed,
-            chunk_units=chunk_units,
-            strata=strata,
-            fwer=fwer,
-            names=names,
-            partial_statistic=partial_statistic,
-            quality_sums=quality_sums,
-        )
+        design = calibrated_design(source, y, options)
+    method, fwer = options.method, options.fwer
+    n_permutations, two_sided = options.n_permutations, options.two_sided
+    partial_statistic, chunk_units = options.partial_statistic, options.chunk_units
     design.pooled_null = fdr is not None
     part, _ = max_t_pass(source, design, buffer_units=buffer_units, chunk_units=chunk_units)
     # thresholds, and the certificate that the buffer holds every unit above them
@@ -569,7 +590,7 @@ def calibrated_signatures(
             statistic=f"partial-{partial_statistic}" if method == "calibrated" else "thrush",
             alpha=float(alpha),
             n_permutations=int(n_permutations),
-            shared=bool(shared_null),
+            shared=bool(options.shared_null),
             two_sided=bool(two_sided),
             threshold=float(t),
             null_max=null,
@@ -600,24 +621,11 @@ def calibrated_signatures(
     return out
 
 
-def calibrated_design(
-    source: Any,
-    y: np.ndarray,
-    *,
-    method: str,
-    n_permutations: int,
-    shared_null: bool,
-    two_sided: bool,
-    seed: int | np.random.Generator,
-    chunk_units: int,
-    strata: Any = None,
-    fwer: str = "benchmark",
-    names: Any = None,
-    partial_statistic: str = "spearman",
-    quality_sums: tuple[np.ndarray, int] | None = None,
-) -> _Design:
+def calibrated_design(source: Any, y: np.ndarray, options: DesignOptions) -> _Design:
     """What :func:`calibrated_signatures` fixes before its pass: the model groups, ``ĝ``,
     the scores' residuals and the permutation columns (checked: models, strata, units)."""
+    method, strata, fwer, names = options.method, options.strata, options.fwer, options.names
+    seed, quality_sums, chunk_units = options.seed, options.quality_sums, options.chunk_units
     groups = per_mask_groups(y)
     lab = None
     if strata is not None:
@@ -658,14 +666,14 @@ def calibrated_design(
         sums,
         groups,
         method=method,
-        two_sided=two_sided,
-        n_permutations=n_permutations,
-        shared=shared_null,
+        two_sided=options.two_sided,
+        n_permutations=options.n_permutations,
+        shared=options.shared_null,
         rng=rng,
         strata=lab,
         n_units=d,
         fwer=fwer,
-        partial_statistic=partial_statistic,
+        partial_statistic=options.partial_statistic,
     )
 
 

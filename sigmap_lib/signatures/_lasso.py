@@ -40,6 +40,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.nll import RankStore, check_model_arrays, encode_ranks
 from sigmap_lib.signatures._calibration import (
     Calibration,
+    DesignOptions,
     adjusted_p_values,
     calibrated_signatures,
 )
@@ -294,14 +295,16 @@ class AuthorsLasso(SignatureMethod):
             calibrated_signatures(
                 source,
                 scores,
-                method="calibrated-marginal",
-                n_permutations=p,
+                DesignOptions(
+                    method="calibrated-marginal",
+                    n_permutations=p,
+                    shared_null=self.shared_null,
+                    two_sided=True,
+                    seed=run.seed,
+                    chunk_units=chunk_units,
+                ),
                 alpha=self.alpha,
-                shared_null=self.shared_null,
-                two_sided=True,
-                seed=run.seed,
                 buffer_units=self.buffer_units,
-                chunk_units=chunk_units,
             )
             if p
             else None

@@ -19,6 +19,7 @@ import numpy as np
 from sigmap_lib.signatures._calibration import (
     FWER_SCOPES,
     PARTIAL_STATISTICS,
+    DesignOptions,
     calibrated_signatures,
     check_calibrated_models,
 )
@@ -52,26 +53,33 @@ class _MaxT(SignatureMethod):
     buffer_units: int = 1024
     fwer: str = "benchmark"
 
-    def _options(self) -> dict[str, Any]:
+    def _design_options(self) -> dict[str, Any]:
         return {}
+
+    def _fdr(self) -> float | None:
+        return None
 
     def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Signature]:
         for b, name in enumerate(run.names):
             check_benchmark(scores[:, b], name)
-        found = calibrated_signatures(
-            values_source(source, run.nll_arrays) if self.reads_values else source,
-            scores,
+        options = DesignOptions(
             method=self.name,
             n_permutations=self.permutations,
-            alpha=self.alpha,
             shared_null=self.shared_null,
             two_sided=self.two_sided,
             seed=run.seed,
-            buffer_units=self.buffer_units,
             chunk_units=run.chunk_units,
             fwer=self.fwer,
             names=run.names,
-            **self._options(),
+            **self._design_options(),
+        )
+        found = calibrated_signatures(
+            values_source(source, run.nll_arrays) if self.reads_values else source,
+            scores,
+            options,
+            alpha=self.alpha,
+            buffer_units=self.buffer_units,
+            fdr=self._fdr(),
         )
         return [
             Signature(
@@ -154,12 +162,11 @@ class CalibratedPartial(_MaxT):
     def check_models(cls, m: int, strata: Any = None, name: str = "") -> None:
         check_calibrated_models(m, strata, name)
 
-    def _options(self) -> dict[str, Any]:
-        return {
-            "strata": self.strata,
-            "partial_statistic": self.partial_statistic,
-            "fdr": self.fdr,
-        }
+    def _design_options(self) -> dict[str, Any]:
+        return {"strata": self.strata, "partial_statistic": self.partial_statistic}
+
+    def _fdr(self) -> float | None:
+        return self.fdr
 
 
 @dataclass(kw_only=True, repr=False, eq=False)

@@ -62,6 +62,7 @@ import scipy.sparse as sp
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.signatures._calibration import (
     CalibratedResult,
+    DesignOptions,
     calibrated_design,
     calibrated_signatures,
 )
@@ -334,27 +335,27 @@ class CalibratedMultiResolution(CalibratedPartial):
         sums, total, d = group_sums(
             values, [inv for _, inv in labels.values()], chunk_units=run.chunk_units
         )
-        fixed = {
-            "method": "calibrated",
-            "n_permutations": self.permutations,
-            "shared_null": self.shared_null,
-            "two_sided": self.two_sided,
-            "seed": run.seed,
-            "chunk_units": run.chunk_units,
-            "strata": self.strata,
-            "names": run.names,
-            "partial_statistic": self.partial_statistic,
-            "quality_sums": (total, d),
-        }
+        options = DesignOptions(
+            method="calibrated",
+            n_permutations=self.permutations,
+            shared_null=self.shared_null,
+            two_sided=self.two_sided,
+            seed=run.seed,
+            chunk_units=run.chunk_units,
+            strata=self.strata,
+            names=run.names,
+            partial_statistic=self.partial_statistic,
+            quality_sums=(total, d),
+        )
         # one design (ĝ, residuals, permutations) for every level
-        design = calibrated_design(values, scores, **fixed)
-        common = fixed | {"alpha": self.alpha, "buffer_units": self.buffer_units}
+        design = calibrated_design(values, scores, options)
+        common = {"alpha": self.alpha, "buffer_units": self.buffer_units, "design": design}
         per_level: dict[str, list[CalibratedResult]] = {}
         for (name, (ids, inv)), s in zip(labels.items(), sums):
             counts = np.bincount(inv, minlength=ids.size).astype(np.float64)
             means = s / counts[:, None]
-            per_level[name] = calibrated_signatures(means, scores, design=design, **common)
-        per_level[UNIT_LEVEL] = calibrated_signatures(values, scores, design=design, **common)
+            per_level[name] = calibrated_signatures(means, scores, options, **common)
+        per_level[UNIT_LEVEL] = calibrated_signatures(values, scores, options, **common)
         return [self._combine(b, run.names[b], per_level, labels) for b in range(scores.shape[1])]
 
     def _combine(

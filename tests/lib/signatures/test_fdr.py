@@ -9,7 +9,7 @@ import pytest
 
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.signatures import NULL_BINS, extract_signatures, fdr_threshold
-from sigmap_lib.signatures._calibration import calibrated_signatures
+from sigmap_lib.signatures._calibration import DesignOptions, calibrated_signatures
 from sigmap_lib.worlds import hard_world
 
 from .test_calibration import _brute_partial, _problem
@@ -63,10 +63,11 @@ def test_buffer_overflow_continues_down_the_histogram_of_real_statistics() -> No
 def test_pooled_null_holds_every_permuted_statistic(shared: bool) -> None:
     v, y = _problem(4)
     y = y[:, [0, 2]]  # both benchmarks: every model or all but one
-    [a, b] = calibrated_signatures(
-        v, y, method="calibrated", n_permutations=15, alpha=0.05, shared_null=shared,
-        two_sided=True, seed=7, buffer_units=64, chunk_units=97, fdr=0.2,
+    options = DesignOptions(
+        method="calibrated", n_permutations=15, shared_null=shared, two_sided=True, seed=7,
+        chunk_units=97,
     )  # fmt: skip
+    [a, b] = calibrated_signatures(v, y, options, alpha=0.05, buffer_units=64, fdr=0.2)
     for res, col in ((a, 0), (b, 1)):
         cal = res.calibration
         mask = ~np.isnan(y[:, col])

@@ -20,7 +20,11 @@ from sigmap_lib.signatures import (
     max_t_threshold,
     minp_adjusted,
 )
-from sigmap_lib.signatures._calibration import adjusted_p_values, calibrated_signatures
+from sigmap_lib.signatures._calibration import (
+    DesignOptions,
+    adjusted_p_values,
+    calibrated_signatures,
+)
 from sigmap_lib.signatures._max_t import value_sums
 from sigmap_lib.worlds import clustered_world, hard_world
 
@@ -115,12 +119,12 @@ def test_every_level_uses_the_same_quality_and_permutations() -> None:
     w = hard_world("reallike", 24, 600, rng)
     docs = np.repeat(np.arange(60), 10)
     (s,), total, d = group_sums(w.values, [docs])
-    kw = dict(
-        method="calibrated", n_permutations=P, alpha=0.05, shared_null=False,
-        two_sided=True, seed=5, buffer_units=64, chunk_units=128, quality_sums=(total, d),
+    options = DesignOptions(
+        method="calibrated", n_permutations=P, shared_null=False, two_sided=True, seed=5,
+        chunk_units=128, quality_sums=(total, d),
     )  # fmt: skip
-    [units] = calibrated_signatures(w.values, w.scores, **kw)
-    [groups] = calibrated_signatures(s / 10.0, w.scores, **kw)
+    [units] = calibrated_signatures(w.values, w.scores, options, alpha=0.05, buffer_units=64)
+    [groups] = calibrated_signatures(s / 10.0, w.scores, options, alpha=0.05, buffer_units=64)
     a, b = units.calibration, groups.calibration
     np.testing.assert_array_equal(a.permutations, b.permutations)
     np.testing.assert_allclose(a.general_quality, b.general_quality)
