@@ -43,6 +43,8 @@ class _MaxT(SignatureMethod):
     """What the two calibrated methods share: the max-T pass and its parameters."""
 
     calibrated: ClassVar[bool] = True
+    #: the max-T test the pass runs (:data:`~sigmap_lib.signatures._calibration.CALIBRATED_METHODS`)
+    max_t_test: ClassVar[str]
     default_permutations: ClassVar[int] = 199
     _parameter_constraints: ClassVar[dict[str, list[Any]]] = _MAX_T_CONSTRAINTS
 
@@ -53,6 +55,21 @@ class _MaxT(SignatureMethod):
     buffer_units: int = 1024
     fwer: str = "benchmark"
 
+    def design_options(self, run: Pass, **fixed: Any) -> DesignOptions:
+        """The options of this method's max-T pass in ``run`` (``fixed``: more of them)."""
+        return DesignOptions(
+            method=self.max_t_test,
+            n_permutations=self.permutations,
+            shared_null=self.shared_null,
+            two_sided=self.two_sided,
+            seed=run.seed,
+            chunk_units=run.chunk_units,
+            fwer=self.fwer,
+            names=run.names,
+            **self._design_options(),
+            **fixed,
+        )
+
     def _design_options(self) -> dict[str, Any]:
         return {}
 
@@ -62,21 +79,10 @@ class _MaxT(SignatureMethod):
     def _extract(self, source: Any, scores: np.ndarray, run: Pass) -> list[Signature]:
         for b, name in enumerate(run.names):
             check_benchmark(scores[:, b], name)
-        options = DesignOptions(
-            method=self.name,
-            n_permutations=self.permutations,
-            shared_null=self.shared_null,
-            two_sided=self.two_sided,
-            seed=run.seed,
-            chunk_units=run.chunk_units,
-            fwer=self.fwer,
-            names=run.names,
-            **self._design_options(),
-        )
         found = calibrated_signatures(
             values_source(source, run.nll_arrays) if self.reads_values else source,
             scores,
-            options,
+            self.design_options(run),
             alpha=self.alpha,
             buffer_units=self.buffer_units,
             fdr=self._fdr(),
@@ -145,6 +151,7 @@ class CalibratedPartial(_MaxT):
     """
 
     name: ClassVar[str] = "calibrated"
+    max_t_test: ClassVar[str] = "calibrated"
     min_models: ClassVar[int] = MIN_MODELS_CALIBRATED
     min_units: ClassVar[int] = MIN_UNITS_CALIBRATED
     counterpart: ClassVar[str | None] = "calibrated-marginal"
@@ -186,5 +193,6 @@ class CalibratedMarginal(_MaxT):
     """
 
     name: ClassVar[str] = "calibrated-marginal"
+    max_t_test: ClassVar[str] = "calibrated-marginal"
     reads_values: ClassVar[bool] = False
     counterpart: ClassVar[str | None] = "calibrated"

@@ -62,7 +62,6 @@ import scipy.sparse as sp
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.signatures._calibration import (
     CalibratedResult,
-    DesignOptions,
     calibrated_design,
     calibrated_signatures,
 )
@@ -335,19 +334,8 @@ class CalibratedMultiResolution(CalibratedPartial):
         sums, total, d = group_sums(
             values, [inv for _, inv in labels.values()], chunk_units=run.chunk_units
         )
-        options = DesignOptions(
-            method="calibrated",
-            n_permutations=self.permutations,
-            shared_null=self.shared_null,
-            two_sided=self.two_sided,
-            seed=run.seed,
-            chunk_units=run.chunk_units,
-            strata=self.strata,
-            names=run.names,
-            partial_statistic=self.partial_statistic,
-            quality_sums=(total, d),
-        )
         # one design (ĝ, residuals, permutations) for every level
+        options = self.design_options(run, quality_sums=(total, d))
         design = calibrated_design(values, scores, options)
         common = {"alpha": self.alpha, "buffer_units": self.buffer_units, "design": design}
         per_level: dict[str, list[CalibratedResult]] = {}
