@@ -13,12 +13,14 @@ from ._atomic import (
 )
 from ._checks import array_like
 from ._concat import ConcatArray
+from ._fields import ManifestField
 from ._files import files_in, files_stamp, read_folder_json, read_head
 from ._tables import iter_jsonl, load_json, read_table, row_label, table_kind
 from ._threads import single_blas_thread
 
 __all__ = [
     "ConcatArray",
+    "ManifestField",
     "array_like",
     "atomic_dir",
     "atomic_file",

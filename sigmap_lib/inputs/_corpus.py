@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib._util._atomic import atomic_file, atomic_write_bytes
+from sigmap_lib._util._fields import ManifestField
 from sigmap_lib._util._tables import iter_jsonl
 from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.inputs._segment import (
@@ -460,26 +461,13 @@ class CorpusStore:
         return cls(*open_manifest(path, _FORMAT, "corpus store"))
 
     # ---- sizes / identity
-    @property
-    def n_units(self) -> int:
-        return int(self.manifest["n_units"])
-
-    @property
-    def n_documents(self) -> int:
-        return int(self.manifest["n_documents"])
-
-    @property
-    def n_bytes(self) -> int:
-        return int(self.manifest["n_bytes"])
-
-    @property
-    def fingerprint(self) -> str:
-        """sha256 hex of the unit pattern and every (doc_id, text), in order."""
-        return str(self.manifest["fingerprint"])
-
-    @property
-    def pattern(self) -> str:
-        return str(self.manifest["pattern"])
+    n_units = ManifestField(int)
+    n_documents = ManifestField(int)
+    n_bytes = ManifestField(int)
+    #: sha256 hex of the unit pattern and every (doc_id, text), in order
+    fingerprint = ManifestField(str)
+    #: the unit regular expression
+    pattern = ManifestField(str)
 
     # ---- tables
     @cached_property

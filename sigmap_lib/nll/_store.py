@@ -47,6 +47,7 @@ from typing import Any
 
 import numpy as np
 
+from sigmap_lib._util._fields import ManifestField
 from sigmap_lib.errors import SigmapInputError
 
 _FORMAT = "sigmap-nll/1"
@@ -246,13 +247,8 @@ class NLLStore:
     def path(self) -> str:
         return str(self._fs)
 
-    @property
-    def n_units(self) -> int:
-        return int(self._manifest["n_units"])
-
-    @property
-    def corpus_fingerprint(self) -> str:
-        return str(self._manifest["corpus_fingerprint"])
+    n_units = ManifestField(int, "_manifest")
+    corpus_fingerprint = ManifestField(str, "_manifest")
 
     @property
     def shard_bounds(self) -> list[tuple[int, int]]:
