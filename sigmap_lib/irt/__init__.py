@@ -5,6 +5,7 @@ estimation, penalised GAMs, ridge regression and the reconstruction models.
 from ._gam import (
     GamModel,
     PSpline,
+    TrainingScale,
     fit_gam,
     fit_pspline,
 )
@@ -42,6 +43,7 @@ __all__ = [
     "PSpline",
     "RidgeFit",
     "ScoreModel",
+    "TrainingScale",
     "estimate_theta",
     "fit_gam",
     "fit_irt",

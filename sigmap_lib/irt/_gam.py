@@ -33,6 +33,43 @@ def _as_2d(x: np.ndarray, what: str) -> np.ndarray:
     )
 
 
+@dataclass(frozen=True)
+class TrainingScale:
+    """Covariates standardised with the training mean and sd (an sd of 0 counts as 1),
+    clipped to the training range first: constant extrapolation outside it.
+
+    Attributes
+    ----------
+    center, scale, lo, hi : numpy.ndarray, shape (k,)
+        The training mean, sd, minimum and maximum of each covariate.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.irt import TrainingScale
+    >>> scaling = TrainingScale.fit(np.array([[0.0, 5.0], [2.0, 5.0]]))
+    >>> scaling.transform(np.array([[1.0, 5.0], [9.0, 0.0]])).tolist()  # 9 clips to 2
+    [[0.0, 0.0], [1.0, 0.0]]
+    """
+
+    center: np.ndarray
+    scale: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @classmethod
+    def fit(cls, x: np.ndarray) -> TrainingScale:
+        """The scaling of training covariates ``x`` of shape ``(n, k)``."""
+        scale = x.std(axis=0)
+        scale[scale == 0] = 1.0
+        return cls(center=x.mean(axis=0), scale=scale, lo=x.min(axis=0), hi=x.max(axis=0))
+
+    def transform(self, x: np.ndarray) -> np.ndarray:
+        """``(clip(x, lo, hi) − center) / scale``, shape of ``x``; the training rows
+        themselves are only standardised."""
+        return (np.clip(x, self.lo, self.hi) - self.center) / self.scale
+
+
 @dataclass
 class GamModel:
     """A fitted Gaussian GAM (see :func:`fit_gam`); refittable from its stored inputs.
@@ -54,14 +91,13 @@ class GamModel:
     degree: int
     cv_rmse: dict[float, float] = field(default_factory=dict)
     _res: object | None = field(default=None, repr=False)
-    _center: np.ndarray | None = field(default=None, repr=False)
-    _scale: np.ndarray | None = field(default=None, repr=False)
+    _scaling: TrainingScale | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self._res is None:
-            self._res, self._center, self._scale = _glmgam_fit(
-                self.x_train, self.y_train, self.alpha, self.df, self.degree
-            )
+            self._scaling = TrainingScale.fit(self.x_train)
+            z = self._scaling.transform(self.x_train)
+            self._res = _glmgam_fit(z, self.y_train, self.alpha, self.df, self.degree)
 
     @property
     def n_features(self) -> int:
@@ -74,7 +110,8 @@ class GamModel:
             raise SigmapInputError(
                 f"GAM predict: expected {self.n_features} covariates, got {arr.shape[1]}"
             )
-        z = _standardise(arr, self._center, self._scale, self.x_train)
+        assert self._scaling is not None
+        z = self._scaling.transform(arr)
         return np.asarray(self._res.predict(exog=np.ones((len(z), 1)), exog_smooth=z), dtype=float)
 
     def to_dict(self) -> dict:
@@ -97,27 +134,16 @@ class GamModel:
         )
 
 
-def _standardise(
-    x: np.ndarray, center: np.ndarray, scale: np.ndarray, x_train: np.ndarray
-) -> np.ndarray:
-    lo = x_train.min(axis=0)
-    hi = x_train.max(axis=0)
-    return (np.clip(x, lo, hi) - center) / scale
-
-
-def _glmgam_fit(x: np.ndarray, y: np.ndarray, alpha: float, df: int, degree: int):
+def _glmgam_fit(z: np.ndarray, y: np.ndarray, alpha: float, df: int, degree: int):
+    """The GLMGam fit on standardised covariates ``z``."""
     with single_blas_thread():
-        return _glmgam_fit_impl(x, y, alpha, df, degree)
+        return _glmgam_fit_impl(z, y, alpha, df, degree)
 
 
-def _glmgam_fit_impl(x: np.ndarray, y: np.ndarray, alpha: float, df: int, degree: int):
+def _glmgam_fit_impl(z: np.ndarray, y: np.ndarray, alpha: float, df: int, degree: int):
     import statsmodels.api as sm
     from statsmodels.gam.api import BSplines, GLMGam
 
-    center = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    z = (x - center) / scale
     k = z.shape[1]
     smoother = BSplines(z, df=[df] * k, degree=[degree] * k, include_intercept=False)
     model = GLMGam(
@@ -135,8 +161,7 @@ def _glmgam_fit_impl(x: np.ndarray, y: np.ndarray, alpha: float, df: int, degree
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SingularMatrixWarning)
-        res = model.fit()
-    return res, center, scale
+        return model.fit()
 
 
 def fit_gam(

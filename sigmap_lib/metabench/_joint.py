@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt import GamModel, fit_gam, fit_ridge
+from sigmap_lib.irt import GamModel, TrainingScale, fit_gam, fit_ridge
 from sigmap_lib.metabench._common import rmse
 from sigmap_lib.metabench._config import MetabenchConfig
 from sigmap_lib.metabench._select import BenchmarkFit
@@ -63,8 +63,7 @@ class RidgeJoint:
     alpha: float
     loo_rmse: dict[float, float] = field(default_factory=dict)
     kind: str = field(default="ridge", init=False)
-    _center: np.ndarray | None = field(default=None, repr=False)
-    _scale: np.ndarray | None = field(default=None, repr=False)
+    _scaling: TrainingScale | None = field(default=None, repr=False)
     _coef: np.ndarray | None = field(default=None, repr=False)
     _intercept: float = field(default=0.0, repr=False)
 
@@ -72,7 +71,8 @@ class RidgeJoint:
         self.x_train = np.ascontiguousarray(self.x_train, float)
         self.y_train = np.ascontiguousarray(self.y_train, float)
         if self._coef is None:
-            z, self._center, self._scale = _standardise_train(self.x_train)
+            self._scaling = TrainingScale.fit(self.x_train)
+            z = self._scaling.transform(self.x_train)
             rf = fit_ridge(z, self.y_train, alphas=(float(self.alpha),), what="joint ridge")
             self._coef, self._intercept = rf.coef, rf.intercept
 
@@ -81,15 +81,14 @@ class RidgeJoint:
         """Fit with the penalty chosen by exact leave-one-out RMSE (see the class)."""
         xa = np.ascontiguousarray(x, float)
         ya = np.asarray(y, float).reshape(-1)
-        z, center, scale = _standardise_train(xa)
-        rf = fit_ridge(z, ya, what=what)
+        scaling = TrainingScale.fit(xa)
+        rf = fit_ridge(scaling.transform(xa), ya, what=what)
         return cls(
             x_train=xa,
             y_train=ya,
             alpha=rf.alpha,
             loo_rmse=rf.loo_rmse,
-            _center=center,
-            _scale=scale,
+            _scaling=scaling,
             _coef=rf.coef,
             _intercept=rf.intercept,
         )
@@ -112,9 +111,8 @@ class RidgeJoint:
             raise SigmapInputError(
                 f"joint ridge predict: expected {self.n_features} covariates, got shape {arr.shape}"
             )
-        lo, hi = self.x_train.min(axis=0), self.x_train.max(axis=0)
-        z = (np.clip(arr, lo, hi) - self._center) / self._scale
-        return self._intercept + z @ self._coef
+        assert self._scaling is not None and self._coef is not None
+        return self._intercept + self._scaling.transform(arr) @ self._coef
 
     def to_dict(self) -> dict:
         return {
@@ -131,13 +129,6 @@ class RidgeJoint:
             alpha=float(meta["alpha"]),
             loo_rmse={float(k): float(v) for k, v in meta.get("loo_rmse", {}).items()},
         )
-
-
-def _standardise_train(x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    center = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale == 0] = 1.0
-    return (x - center) / scale, center, scale
 
 
 def fit_joint_model(

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt import GamModel, fit_gam, fit_pspline
+from sigmap_lib.irt import GamModel, TrainingScale, fit_gam, fit_pspline
 
 
 def _rmse(a, b):
@@ -95,3 +95,21 @@ def test_rank_deficient_spline_design_fits_without_warning_spam():
     means = np.array([y[x == v].mean() for v in grid])
     assert len(grid) >= 4
     assert np.max(np.abs(g.predict(grid) - means)) < 0.3  # through the well-filled group means
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_training_scale_is_scikit_learns_standard_scaler_after_clipping(seed: int) -> None:
+    from sklearn.preprocessing import StandardScaler
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(3.0, 2.0, size=(40, 4))
+    x[:, 2] = 1.5  # a constant covariate: sd 0 counts as 1, as in scikit-learn
+    new = rng.normal(3.0, 6.0, size=(25, 4))  # far outside the training range too
+    want = StandardScaler().fit(x).transform(np.clip(new, x.min(axis=0), x.max(axis=0)))
+    scaling = TrainingScale.fit(x)
+    np.testing.assert_allclose(scaling.transform(new), want, rtol=1e-12, atol=1e-12)
+    # the training rows are only standardised, and a model predicts with the same scaling
+    np.testing.assert_allclose(scaling.transform(x), StandardScaler().fit_transform(x), atol=1e-12)
+    gam = GamModel(x_train=x, y_train=x[:, 0] + rng.normal(0, 0.1, 40), alpha=1.0, df=6, degree=3)
+    edge = np.clip(new, x.min(axis=0), x.max(axis=0))
+    np.testing.assert_array_equal(gam.predict(new), gam.predict(edge))
