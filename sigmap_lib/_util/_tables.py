@@ -49,11 +49,10 @@ def read_table(path: str | Path, what: str) -> tuple[pl.DataFrame, str]:
 
     Examples
     --------
+    >>> from pathlib import Path
     >>> from sigmap_lib._util import read_table
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "s.csv"
-    >>> _ = p.write_text("model,arc\\nm1,51.2\\n")
-    >>> df, kind = read_table(p, "scores file")
+    >>> _ = Path("s.csv").write_text("model,arc\\nm1,51.2\\n")
+    >>> df, kind = read_table("s.csv", "scores file")
     >>> kind, df.columns, df["arc"].to_list()
     ('csv', ['model', 'arc'], ['51.2'])
     """
@@ -105,11 +104,10 @@ def load_json(path: Path, what: str) -> Any:
 
     Examples
     --------
+    >>> from pathlib import Path
     >>> from sigmap_lib._util import load_json
-    >>> import tempfile, pathlib
-    >>> p = pathlib.Path(tempfile.mkdtemp()) / "results.json"
-    >>> _ = p.write_text('{"results": {"arc": {"acc,none": 0.5}}}')
-    >>> load_json(p, "lm-eval results")["results"]["arc"]
+    >>> _ = Path("results.json").write_text('{"results": {"arc": {"acc,none": 0.5}}}')
+    >>> load_json(Path("results.json"), "lm-eval results")["results"]["arc"]
     {'acc,none': 0.5}
     """
     if path.stat().st_size == 0:
