@@ -10,7 +10,10 @@ clustered worlds (a new world every run, never reused).
 2. **Power** at ``m`` = ``--models`` on worlds of ``--documents`` documents of
    ``--units-per-document`` units (10 sources), 1 % of the documents planted: each unit of a
    planted document at partial ρ ``--rho`` with the scores given quality, with its own
-   noise (``--power-runs`` worlds per cell). Reported: flat unit max-T's recall and
+   noise (``--power-runs`` worlds per cell, each drawn from its own seed, so a cell's runs
+   are split among the workers, ``--runs-per-task`` at a time; with ``--ledger`` every
+   finished run is appended to a JSONL file and a run already there is not computed again,
+   so a long cell — d = 1e7 — is resumed across sittings). Reported: flat unit max-T's recall and
    precision of the planted units; the hierarchy's recall and precision of planted
    documents, of planted units (claimed at the unit level) and of sources holding a planted
    document (with the sources claimed per run); and the
@@ -32,10 +35,13 @@ line is the result.
 from __future__ import annotations
 
 import argparse
+import json
+import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -122,27 +128,24 @@ def _ratio(k: int, n: int) -> float:
     return k / n if n else float("nan")
 
 
-def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int) -> dict:
-    rng = np.random.default_rng([seed, m, docs, per, int(rho * 100)])
+_COUNTS = ("flat_tp", "flat_sel", "doc_tp", "doc_sel", "unit_tp", "unit_sel", "src_tp",
+           "src_sel", "src_true")  # fmt: skip
+
+
+def _power_cell(m: int, docs: int, per: int, rho: float, p: int, seed: int) -> str:
+    """The key of a power cell in the ledger: every setting its worlds and tests depend on."""
+    return f"m{m}_docs{docs}_per{per}_rho{rho}_P{p}_seed{seed}"
+
+
+def _power_runs(
+    m: int, docs: int, per: int, rho: float, p: int, seed: int, runs: list[int]
+) -> list[dict]:
+    """One record per run: a fresh world drawn from the run's own seed, so runs can be
+    computed in any order, split among workers and resumed."""
     planted = max(1, docs // 100)
-    c = dict.fromkeys(
-        (
-            "flat_tp",
-            "flat_sel",
-            "doc_tp",
-            "doc_sel",
-            "unit_tp",
-            "unit_sel",
-            "src_tp",
-            "src_sel",
-            "src_true",
-        ),
-        0,
-    )
-    ratios = []
-    fdp: dict[float, list[float]] = {q: [] for q in FDR_QS}
-    fdr_tp = dict.fromkeys(FDR_QS, 0)
-    for run in range(runs):
+    out = []
+    for run in runs:
+        rng = np.random.default_rng([seed, m, docs, per, int(rho * 100), run])
         cw = clustered_world(
             "linear", m, docs, per, rng, n_sources=10, planted_rho=rho, planted_documents=planted
         )
@@ -154,24 +157,39 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
         method = CalibratedMultiResolution(levels=levels, n_permutations=p)
         [sig] = method.extract(w.values, w.scores, names=["b"], seed=run)
         t2 = time.perf_counter()
-        ratios.append((t2 - t1) / (t1 - t0))
         src, doc, unit = (np.asarray(lv["groups"]) for lv in sig.extra["levels"])
-        c["flat_tp"] += int(np.isin(flat.units, truth_units).sum())
-        c["flat_sel"] += flat.units.size
-        c["doc_tp"] += int(np.isin(doc, truth_docs).sum())
-        c["doc_sel"] += doc.size
-        c["unit_tp"] += int(np.isin(unit, truth_units).sum())
-        c["unit_sel"] += unit.size
-        c["src_sel"] += src.size
         # a source holds signal when a planted document sits in it
         truth_src = np.unique(cw.sources[np.isin(cw.documents, truth_docs)])
-        c["src_tp"] += int(np.isin(src, truth_src).sum())
-        c["src_true"] += truth_src.size
+        rec: dict[str, Any] = {
+            "cell": _power_cell(m, docs, per, rho, p, seed),
+            "run": run,
+            "flat_tp": int(np.isin(flat.units, truth_units).sum()),
+            "flat_sel": int(flat.units.size),
+            "doc_tp": int(np.isin(doc, truth_docs).sum()),
+            "doc_sel": int(doc.size),
+            "unit_tp": int(np.isin(unit, truth_units).sum()),
+            "unit_sel": int(unit.size),
+            "src_tp": int(np.isin(src, truth_src).sum()),
+            "src_sel": int(src.size),
+            "src_true": int(truth_src.size),
+            "cost_vs_flat": (t2 - t1) / (t1 - t0),
+        }
         for q in FDR_QS:
             [f] = extract_signatures(w.values, w.scores, n_permutations=p, seed=run, fdr=q)
             hit = int(np.isin(f.units, truth_units).sum())
-            fdp[q].append((f.units.size - hit) / max(f.units.size, 1))
-            fdr_tp[q] += hit
+            rec[f"fdr_q{q}_fdp"] = (f.units.size - hit) / max(f.units.size, 1)
+            rec[f"fdr_q{q}_tp"] = hit
+        out.append(rec)
+    return out
+
+
+def _power_summary(m: int, docs: int, per: int, rho: float, records: list[dict]) -> dict:
+    """A power cell's numbers from its per-run records."""
+    runs = len(records)
+    planted = max(1, docs // 100)
+    c = {k: sum(r[k] for r in records) for k in _COUNTS}
+    ratios = [r["cost_vs_flat"] for r in records]
+    fdp = {q: [r[f"fdr_q{q}_fdp"] for r in records] for q in FDR_QS}
     n_units, n_docs = runs * planted * per, runs * planted
     return {
         "m": m,
@@ -194,10 +212,37 @@ def _power(m: int, docs: int, per: int, rho: float, runs: int, p: int, seed: int
             f"fdr_q{q}_se": float(np.std(fdp[q], ddof=1) / np.sqrt(runs)) if runs > 1 else 0.0
             for q in FDR_QS
         },
-        **{f"fdr_q{q}_unit_recall": _ratio(fdr_tp[q], n_units) for q in FDR_QS},
+        **{
+            f"fdr_q{q}_unit_recall": _ratio(sum(r[f"fdr_q{q}_tp"] for r in records), n_units)
+            for q in FDR_QS
+        },
         "cost_vs_flat_median": float(np.median(ratios)),
         "cost_vs_flat_q90": float(np.quantile(ratios, 0.9)),
     }
+
+
+def _ledger_records(path: Path | None) -> dict[tuple[str, int], dict]:
+    """The runs a ledger already holds, by (cell, run); a torn last line is dropped."""
+    if path is None or not path.exists():
+        return {}
+    out = {}
+    for line in path.read_text().splitlines():
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a line cut by an interrupted append: that run is computed again
+        out[(rec["cell"], int(rec["run"]))] = rec
+    return out
+
+
+def _append(path: Path | None, records: list[dict]) -> None:
+    if path is None:
+        return
+    torn = path.exists() and path.stat().st_size > 0 and path.read_bytes()[-1:] != b"\n"
+    with path.open("a") as f:  # after a torn last line, on a line of its own
+        f.write("\n" * torn + "".join(json.dumps(r) + "\n" for r in records))
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _table(null: dict[str, dict], power: dict[str, dict], real: dict[str, dict]) -> str:
@@ -256,6 +301,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         quick="20 runs, small worlds",
         real_data="the FDR mode on real-loading null scores",
     )
+    ap.add_argument(
+        "--ledger",
+        help="JSONL of finished power runs: a run already in it is not computed again "
+        "(resume an interrupted or partial cell; cells sharing it by their settings)",
+    )
+    ap.add_argument(
+        "--runs-per-task",
+        type=int,
+        default=10,
+        help="power runs per worker task (each run draws its world from its own seed)",
+    )
     ap.add_argument("--real-models", type=int, nargs="*", default=[89, 32])
     args = ap.parse_args(argv)
     if args.quick:
@@ -274,7 +330,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     if not real_dir.is_dir():
         _log(f"{real_dir} is absent: the real-loading FDR nulls are skipped")
-    with ProcessPoolExecutor(max_workers=args.workers) as pool:
+    # spawned workers: the bench may run in a process that has used OpenMP (numba), which
+    # a forked child must not inherit
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=args.workers, mp_context=spawn) as pool:
         nf = {
             s: pool.submit(
                 _null,
@@ -288,20 +347,25 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             )
             for s in scen
         }
-        pf = {
-            f"m{m}_docs{n}": pool.submit(
-                _power,
-                m,
-                n,
-                args.units_per_document,
-                args.rho,
-                args.power_runs,
-                args.permutations,
-                args.seed,
-            )
+        cells = {
+            f"m{m}_docs{n}": (m, n, args.units_per_document, args.rho)
             for m in args.models
             for n in args.documents
         }
+        ledger = Path(args.ledger) if args.ledger else None
+        done = _ledger_records(ledger)
+        pf = []
+        for m, n, per, rho in cells.values():
+            key = _power_cell(m, n, per, rho, args.permutations, args.seed)
+            todo = [r for r in range(args.power_runs) if (key, r) not in done]
+            _log(
+                f"power {key}: {args.power_runs - len(todo)} runs in the ledger, {len(todo)} to go"
+            )
+            for i in range(0, len(todo), args.runs_per_task):
+                chunk = todo[i : i + args.runs_per_task]
+                pf.append(
+                    pool.submit(_power_runs, m, n, per, rho, args.permutations, args.seed, chunk)
+                )
         rf = {
             f"real_{shape}_m{m}": pool.submit(
                 _real_fdr_null,
@@ -314,9 +378,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             )
             for shape, m in real
         }
+        for fut in as_completed(pf):  # stored as they finish: an interrupted cell resumes
+            recs = fut.result()
+            _append(ledger, recs)
+            done.update({(r["cell"], r["run"]): r for r in recs})
         null = {k: f.result() for k, f in nf.items()}
         real_null = {k: f.result() for k, f in rf.items()}
-        power = {k: f.result() for k, f in pf.items()}
+    power = {}
+    for name, (m, n, per, rho) in cells.items():
+        key = _power_cell(m, n, per, rho, args.permutations, args.seed)
+        recs = [done[(key, r)] for r in range(args.power_runs)]
+        power[name] = _power_summary(m, n, per, rho, recs)
     for k, v in null.items():
         _log(f"{k}: {v}")
     for k, v in power.items():
@@ -362,6 +434,4 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    import json
-
     print(json.dumps(main()))

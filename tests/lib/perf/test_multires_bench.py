@@ -39,3 +39,50 @@ def test_bench_multires_quick_reports_null_and_power_per_level() -> None:
     if real:  # ../shared/data present: every real-loading shape at m = 32
         assert {r["m"] for r in real.values()} == {32} and len(real) == 7
         assert all(r["runs"] == 20 and r["fdr_q0.05_any_claim"] <= 0.25 for r in real.values())
+
+
+# a cell small enough for the fast suite: 300 units in 30 documents, 1 planted
+_CELL = (16, 30, 10, 0.9, 99, 3)  # m, documents, units per document, rho, P, seed
+_TIMING = "cost_vs_flat"
+
+
+def _counts(records: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k != _TIMING} for r in records]
+
+
+def test_power_runs_do_not_depend_on_how_a_cell_is_split() -> None:
+    from sigmap_lib.perf.multires import _power_runs
+
+    together = _power_runs(*_CELL, [0, 1, 2])
+    split = _power_runs(*_CELL, [2]) + _power_runs(*_CELL, [0, 1])
+    assert _counts(together) == _counts(sorted(split, key=lambda r: r["run"]))
+    assert [r["run"] for r in together] == [0, 1, 2]
+    assert all(r["doc_sel"] >= r["doc_tp"] >= 0 and r[_TIMING] > 0 for r in together)
+
+
+def test_a_ledger_resumes_a_cell_and_computes_only_the_missing_runs(tmp_path, capsys) -> None:
+    from sigmap_lib.perf.multires import _power_cell, _power_runs, _power_summary, main
+
+    m, docs, per, rho, p, seed = _CELL
+    ledger = tmp_path / "runs.jsonl"
+    argv = ["--only", "--real-models", "--models", str(m), "--documents", str(docs),
+            "--units-per-document", str(per), "--rho", str(rho), "--permutations", str(p),
+            "--seed", str(seed), "--workers", "1", "--runs-per-task", "2",
+            "--ledger", str(ledger)]  # fmt: skip
+    main([*argv, "--power-runs", "3"])
+    assert len(ledger.read_text().splitlines()) == 3
+    with ledger.open("a") as f:
+        f.write('{"cell": "' + _power_cell(m, docs, per, rho, p, seed) + '", "ru')  # torn
+    res = main([*argv, "--power-runs", "4"])
+    assert "3 runs in the ledger, 1 to go" in capsys.readouterr().err
+    text = ledger.read_text().splitlines()
+    assert len(text) == 5 and text[3].endswith('"ru')  # the torn line stays, unread
+    lines = [json.loads(x) for x in text[:3]]
+    fourth = json.loads(text[4])
+    assert fourth["run"] == 3 and sorted(r["run"] for r in lines) == [0, 1, 2]
+    [power] = res["power"].values()
+    want = _power_summary(m, docs, per, rho, [*sorted(lines, key=lambda r: r["run"]), fourth])
+    assert json.dumps(power, sort_keys=True) == json.dumps(want, sort_keys=True)  # NaN too
+    assert power["runs"] == 4 and power["document_recall"] > 0
+    # the ledger's runs are the runs a fresh computation gives
+    assert _counts([fourth]) == _counts(_power_runs(*_CELL, [3]))
