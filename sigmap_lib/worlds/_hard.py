@@ -166,13 +166,24 @@ def hard_world(
     lam = rng.uniform(0.9, 0.995, d) if reallike else rng.uniform(0.3, 0.9, d)
     curved = scenario == "curved"
     c = rng.uniform(-0.5, 0.5, d) if curved else rng.uniform(-0.3, 0.3, d)
-    h = g[None, :] + c[:, None] * (g[None, :] ** 2 - 1.0) / np.sqrt(2.0)
+    # (d, m) arrays are updated in place (at most three alive at d = 1e7), each step the
+    # same floating-point operation as the formula it computes
+    h = c[:, None] * (g[None, :] ** 2 - 1.0)
+    h /= np.sqrt(2.0)
+    h += g[None, :]
     if reallike:
         # a kink of its own per unit: a sharp tanh step at a random quality
         kink = rng.uniform(-0.4, 0.4, d)[:, None]
         at = rng.uniform(-1.0, 1.0, d)[:, None]
-        h = h + kink * np.tanh(3.0 * (g[None, :] - at))
-    h = (h - h.mean(axis=1, keepdims=True)) / h.std(axis=1, keepdims=True)
+        step = g[None, :] - at
+        step *= 3.0
+        np.tanh(step, out=step)
+        step *= kink
+        h += step
+        del step
+    mean, sd = h.mean(axis=1, keepdims=True), h.std(axis=1, keepdims=True)
+    h -= mean
+    h /= sd
     if scenario == "t3":
         eps = rng.standard_t(3, (d, m)) / np.sqrt(3.0)
     else:
@@ -185,16 +196,18 @@ def hard_world(
         # spreads more among weak models (2.2x between the weakest and strongest fifth)
         f = rng.standard_normal((3, m))
         a = rng.standard_normal((d, 3)) * np.sqrt(np.array([0.24, 0.18, 0.10]))
-        eps = (a @ f + np.sqrt(0.48) * eps) * np.exp(-0.4 * g)[None, :]
+        eps *= np.sqrt(0.48)
+        eps += a @ f
+        eps *= np.exp(-0.4 * g)[None, :]
     strata = None
     offset = np.zeros(m)
-    unit_offset = np.zeros((d, m))
+    hit, unit_offset = None, None  # the families' offsets of 30 % of the units
     if scenario == "families":
         strata = rng.integers(0, n_families, m)
         fam = rng.standard_normal(n_families)
         offset = fam[strata]
         hit = rng.random(d) < 0.3
-        unit_offset[hit] = rng.uniform(0.5, 1.5, int(hit.sum()))[:, None] * offset[None, :]
+        unit_offset = rng.uniform(0.5, 1.5, int(hit.sum()))[:, None] * offset[None, :]
     y = np.empty((m, n_benchmarks))
     planted: list[np.ndarray] = []
     for b in range(n_benchmarks):
@@ -210,14 +223,17 @@ def hard_world(
         e2 = rng.standard_normal((units.size, m))
         eps[units] = -planted_rho * z[None, :] + np.sqrt(1.0 - planted_rho**2) * e2
         planted.append(units)
-    v = (
-        rng.uniform(2.0, 6.0, d)[:, None]
-        - lam[:, None] * h
-        + np.sqrt(1.0 - lam[:, None] ** 2) * eps
-        + unit_offset
-    )
+    # v = μ − λ·h + √(1 − λ²)·ε (+ the family offsets), in h's memory
+    mu = rng.uniform(2.0, 6.0, d)[:, None]
+    h *= lam[:, None]
+    np.subtract(mu, h, out=h)
+    eps *= np.sqrt(1.0 - lam[:, None] ** 2)
+    h += eps
+    del eps
+    if hit is not None:
+        h[hit] += unit_offset
     return HardWorld(
-        values=v.astype(np.float32),
+        values=h.astype(np.float32),
         scores=y,
         quality=g,
         strata=strata,
@@ -311,8 +327,12 @@ def clustered_world(
     kink = rng.uniform(-0.3, 0.3, n_docs)[:, None] * np.tanh(
         3.0 * (g[None, :] - rng.uniform(-1.0, 1.0, n_docs)[:, None])
     )
-    spread = np.sqrt(1.0 - w.loadings**2)[:, None]
-    w.values = (w.values + spread * effect[docs] + kink[docs]).astype(np.float32)
+    # values + √(1 − λ²)·effect[doc] + kink[doc], with one (d, m) float64 array
+    out = np.repeat(effect, per, axis=0)
+    out *= np.sqrt(1.0 - w.loadings**2)[:, None]
+    out += w.values
+    out.reshape(n_docs, per, g.size)[...] += kink[:, None, :]
+    w.values = out.astype(np.float32)
     source_of = rng.integers(0, int(n_sources), n_docs)
     pdocs = [np.unique(docs[u]) for u in w.planted]
     return ClusteredWorld(world=w, documents=docs, sources=source_of[docs], planted_documents=pdocs)
