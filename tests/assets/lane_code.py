@@ -20,8 +20,9 @@ def where() -> dg.MaterializeResult:
     print("to stdout")
     print("to stderr", file=sys.stderr)
     logging.getLogger("lane").warning("logged")
+    start = time.time()
     time.sleep(float(os.environ.get("LANE_SLEEP", "0")))
-    return dg.MaterializeResult(metadata={"pid": os.getpid(), "t": time.time()})
+    return dg.MaterializeResult(metadata={"pid": os.getpid(), "start": start, "t": time.time()})
 
 
 @dg.asset

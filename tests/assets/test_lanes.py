@@ -57,7 +57,9 @@ def test_two_lanes_run_two_requests_at_once_in_their_own_processes(
         assert [r.status for r in runs] == [dg.DagsterRunStatus.SUCCESS] * 2
         last = _metadata(instance, "where", runs)
         assert {m["pid"] for m in last} != {os.getpid()} and len({m["pid"] for m in last}) == 2
-        assert abs(last[0]["t"] - last[1]["t"]) < 1.5  # both slept at the same time
+        # both slept at the same time: each began before the other ended (however late a
+        # loaded machine started them)
+        assert max(m["start"] for m in last) < min(m["t"] for m in last)
 
 
 def test_failures_come_back_as_the_runner_reports_them() -> None:
