@@ -238,7 +238,11 @@ def _ledger_records(path: Path | None) -> dict[tuple[str, int], dict]:
 def _append(path: Path | None, records: list[dict]) -> None:
     if path is None:
         return
-    torn = path.exists() and path.stat().st_size > 0 and path.read_bytes()[-1:] != b"\n"
+    torn = False
+    if path.exists() and path.stat().st_size > 0:
+        with path.open("rb") as f:  # its last byte only
+            f.seek(-1, os.SEEK_END)
+            torn = f.read(1) != b"\n"
     with path.open("a") as f:  # after a torn last line, on a line of its own
         f.write("\n" * torn + "".join(json.dumps(r) + "\n" for r in records))
         f.flush()
