@@ -5,6 +5,7 @@ estimation, penalised GAMs, ridge regression and the reconstruction models.
 from ._gam import (
     GamModel,
     PSpline,
+    TrainedOnArrays,
     TrainingScale,
     fit_gam,
     fit_pspline,
@@ -43,6 +44,7 @@ __all__ = [
     "PSpline",
     "RidgeFit",
     "ScoreModel",
+    "TrainedOnArrays",
     "TrainingScale",
     "estimate_theta",
     "fit_gam",

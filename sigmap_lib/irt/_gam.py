@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import warnings
 from dataclasses import dataclass, field
+from typing import ClassVar, Self
 
 import numpy as np
 
@@ -70,8 +71,71 @@ class TrainingScale:
         return (np.clip(x, self.lo, self.hi) - self.center) / self.scale
 
 
+class TrainedOnArrays:
+    """A regression kept as its training arrays and a few hyper-parameters: saved as plain
+    arrays (``x_train``, ``y_train`` and :meth:`to_dict`) and refitted bit-for-bit on load
+    (:meth:`from_arrays`).
+
+    A subclass (a dataclass with ``x_train``, ``y_train``, its hyper-parameters and its RMSE
+    table as fields) declares ``hyper`` (hyper-parameter -> type), ``rmse_table`` (the field
+    with the RMSE of every penalty tried), ``kind`` (the tag it is saved under; None: none)
+    and ``what`` (its name in error messages).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.irt import GamModel
+    >>> rng = np.random.default_rng(0)
+    >>> x = rng.uniform(0.0, 1.0, size=(40, 1))
+    >>> y = np.sin(3.0 * x[:, 0]) + rng.normal(0.0, 0.1, 40)
+    >>> gam = GamModel(x_train=x, y_train=y, alpha=1.0, df=6, degree=3)
+    >>> gam.to_dict()
+    {'alpha': 1.0, 'df': 6, 'degree': 3, 'cv_rmse': {}}
+    >>> again = GamModel.from_arrays(gam.x_train, gam.y_train, gam.to_dict())
+    >>> bool(np.array_equal(again.predict(x), gam.predict(x)))
+    True
+    """
+
+    hyper: ClassVar[dict[str, type]]
+    rmse_table: ClassVar[str]
+    kind: ClassVar[str | None] = None
+    what: ClassVar[str]
+    x_train: np.ndarray
+    y_train: np.ndarray
+
+    @property
+    def n_features(self) -> int:
+        return int(self.x_train.shape[1])
+
+    def covariates(self, x: np.ndarray) -> np.ndarray:
+        """``x`` as finite ``(n, n_features)`` covariates (``(n,)`` counts as one), or one line."""
+        arr = _as_2d(x, f"{self.what} predict")
+        if arr.shape[1] != self.n_features:
+            raise SigmapInputError(
+                f"{self.what} predict: expected {self.n_features} covariates, got {arr.shape[1]}"
+            )
+        return arr
+
+    def to_dict(self) -> dict:
+        out: dict = {} if self.kind is None else {"kind": self.kind}
+        out |= {k: getattr(self, k) for k in self.hyper}
+        out[self.rmse_table] = {str(k): v for k, v in getattr(self, self.rmse_table).items()}
+        return out
+
+    @classmethod
+    def from_arrays(cls, x: np.ndarray, y: np.ndarray, meta: dict) -> Self:
+        params = {k: cast(meta[k]) for k, cast in cls.hyper.items()}
+        table = {float(k): float(v) for k, v in meta.get(cls.rmse_table, {}).items()}
+        return cls(  # type: ignore[call-arg]
+            x_train=np.asarray(x, float),
+            y_train=np.asarray(y, float),
+            **params,
+            **{cls.rmse_table: table},
+        )
+
+
 @dataclass
-class GamModel:
+class GamModel(TrainedOnArrays):
     """A fitted Gaussian GAM (see :func:`fit_gam`); refittable from its stored inputs.
 
     Attributes
@@ -92,6 +156,9 @@ class GamModel:
     cv_rmse: dict[float, float] = field(default_factory=dict)
     _res: object | None = field(default=None, repr=False)
     _scaling: TrainingScale | None = field(default=None, repr=False)
+    hyper: ClassVar[dict[str, type]] = {"alpha": float, "df": int, "degree": int}
+    rmse_table: ClassVar[str] = "cv_rmse"
+    what: ClassVar[str] = "GAM"
 
     def __post_init__(self) -> None:
         if self._res is None:
@@ -99,39 +166,11 @@ class GamModel:
             z = self._scaling.transform(self.x_train)
             self._res = _glmgam_fit(z, self.y_train, self.alpha, self.df, self.degree)
 
-    @property
-    def n_features(self) -> int:
-        return int(self.x_train.shape[1])
-
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Predicted scores, shape ``(n,)``, for covariates ``(n, k)`` (or ``(n,)`` if k = 1)."""
-        arr = _as_2d(x, "GAM predict")
-        if arr.shape[1] != self.n_features:
-            raise SigmapInputError(
-                f"GAM predict: expected {self.n_features} covariates, got {arr.shape[1]}"
-            )
         assert self._scaling is not None
-        z = self._scaling.transform(arr)
+        z = self._scaling.transform(self.covariates(x))
         return np.asarray(self._res.predict(exog=np.ones((len(z), 1)), exog_smooth=z), dtype=float)
-
-    def to_dict(self) -> dict:
-        return {
-            "alpha": self.alpha,
-            "df": self.df,
-            "degree": self.degree,
-            "cv_rmse": {str(k): v for k, v in self.cv_rmse.items()},
-        }
-
-    @classmethod
-    def from_arrays(cls, x: np.ndarray, y: np.ndarray, meta: dict) -> GamModel:
-        return cls(
-            x_train=np.asarray(x, float),
-            y_train=np.asarray(y, float),
-            alpha=float(meta["alpha"]),
-            df=int(meta["df"]),
-            degree=int(meta["degree"]),
-            cv_rmse={float(k): float(v) for k, v in meta.get("cv_rmse", {}).items()},
-        )
 
 
 def _glmgam_fit(z: np.ndarray, y: np.ndarray, alpha: float, df: int, degree: int):

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pandas as pd
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.irt import GamModel, TrainingScale, fit_gam, fit_ridge
+from sigmap_lib.irt import GamModel, TrainedOnArrays, TrainingScale, fit_gam, fit_ridge
 from sigmap_lib.metabench._common import rmse
 from sigmap_lib.metabench._config import MetabenchConfig
 from sigmap_lib.metabench._select import BenchmarkFit
@@ -35,7 +35,7 @@ def gam_n_params(n_features: int, df: int) -> int:
 
 
 @dataclass
-class RidgeJoint:
+class RidgeJoint(TrainedOnArrays):
     """Ridge regression of a score on all benchmarks' θ: the joint model's fallback.
 
     Covariates are standardised with the training mean and sd, clipped to the training
@@ -62,10 +62,13 @@ class RidgeJoint:
     y_train: np.ndarray
     alpha: float
     loo_rmse: dict[float, float] = field(default_factory=dict)
-    kind: str = field(default="ridge", init=False)
     _scaling: TrainingScale | None = field(default=None, repr=False)
     _coef: np.ndarray | None = field(default=None, repr=False)
     _intercept: float = field(default=0.0, repr=False)
+    hyper: ClassVar[dict[str, type]] = {"alpha": float}
+    rmse_table: ClassVar[str] = "loo_rmse"
+    kind: ClassVar[str | None] = "ridge"
+    what: ClassVar[str] = "joint ridge"
 
     def __post_init__(self) -> None:
         self.x_train = np.ascontiguousarray(self.x_train, float)
@@ -94,41 +97,14 @@ class RidgeJoint:
         )
 
     @property
-    def n_features(self) -> int:
-        return int(self.x_train.shape[1])
-
-    @property
     def cv_rmse(self) -> dict[float, float]:
         """The leave-one-out RMSE per penalty (named like the GAM's CV table)."""
         return self.loo_rmse
 
     def predict(self, x: np.ndarray) -> np.ndarray:
         """Predicted scores, shape ``(n,)``, for θs ``(n, k)``."""
-        arr = np.asarray(x, float)
-        if arr.ndim == 1:
-            arr = arr.reshape(-1, 1)
-        if arr.ndim != 2 or arr.shape[1] != self.n_features:
-            raise SigmapInputError(
-                f"joint ridge predict: expected {self.n_features} covariates, got shape {arr.shape}"
-            )
         assert self._scaling is not None and self._coef is not None
-        return self._intercept + self._scaling.transform(arr) @ self._coef
-
-    def to_dict(self) -> dict:
-        return {
-            "kind": "ridge",
-            "alpha": self.alpha,
-            "loo_rmse": {str(k): v for k, v in self.loo_rmse.items()},
-        }
-
-    @classmethod
-    def from_arrays(cls, x: np.ndarray, y: np.ndarray, meta: dict) -> RidgeJoint:
-        return cls(
-            x_train=np.asarray(x, float),
-            y_train=np.asarray(y, float),
-            alpha=float(meta["alpha"]),
-            loo_rmse={float(k): float(v) for k, v in meta.get("loo_rmse", {}).items()},
-        )
+        return self._intercept + self._scaling.transform(self.covariates(x)) @ self._coef
 
 
 def fit_joint_model(

@@ -113,3 +113,30 @@ def test_training_scale_is_scikit_learns_standard_scaler_after_clipping(seed: in
     gam = GamModel(x_train=x, y_train=x[:, 0] + rng.normal(0, 0.1, 40), alpha=1.0, df=6, degree=3)
     edge = np.clip(new, x.min(axis=0), x.max(axis=0))
     np.testing.assert_array_equal(gam.predict(new), gam.predict(edge))
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_models_kept_as_arrays_save_the_same_keys_and_check_covariates(seed: int) -> None:
+    """The GAM and the joint ridge save the keys the stored runs hold, refit to the same
+    predictions from them, and refuse covariates of the wrong width or with NaN."""
+    from sigmap_lib.metabench import RidgeJoint
+
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(80, 2))
+    y = np.tanh(x[:, 0]) + 0.5 * x[:, 1] + rng.normal(0, 0.1, 80)
+    fitted = (fit_gam(x, y, df=6), RidgeJoint.fit(x, y))
+    keys = (["alpha", "df", "degree", "cv_rmse"], ["kind", "alpha", "loo_rmse"])
+    for model, want in zip(fitted, keys):
+        saved = model.to_dict()
+        assert list(saved) == want
+        assert all(isinstance(k, str) for k in saved[want[-1]]) and len(saved[want[-1]]) > 1
+        again = type(model).from_arrays(model.x_train, model.y_train, saved)
+        np.testing.assert_array_equal(again.predict(x), model.predict(x))
+        assert again.to_dict() == saved
+        with pytest.raises(
+            SigmapInputError, match=f"{model.what} predict: expected 2 covariates, got 3"
+        ):
+            model.predict(np.zeros((4, 3)))
+        with pytest.raises(SigmapInputError, match="covariates contain NaN"):
+            model.predict(np.full((1, 2), np.nan))
+    assert fitted[1].to_dict()["kind"] == "ridge" and fitted[1].kind == "ridge"
