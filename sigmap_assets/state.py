@@ -214,6 +214,16 @@ class SignatureInputs:
 
         return {k: SignedUnits(u, self.orientation[k]) for k, u in self.signatures.items()}
 
+    @property
+    def bits(self) -> Any:
+        """The current models' bits per byte at every unit (``sigmap_lib.overlap.UnitBits``):
+        their NLL read by unit, the corpus's unit bytes and the ranks' moments."""
+        from sigmap_lib.overlap import UnitBits
+
+        return UnitBits.from_arrays(
+            self.nll_arrays, self.corpus.unit_nbytes, self.ranks.bpb_mean, self.ranks.bpb_sd
+        )
+
 
 @dataclass(frozen=True)
 class StoredState:

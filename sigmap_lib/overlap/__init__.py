@@ -45,6 +45,7 @@ from ._semantic import (
 from ._signature import (
     SignatureLike,
     SignedUnits,
+    UnitBits,
     signature_level,
     signature_model_scores,
     signature_overlap,
@@ -59,6 +60,7 @@ __all__ = [
     "OverlapMatrix",
     "SignatureLike",
     "SignedUnits",
+    "UnitBits",
     "Variant",
     "agreement",
     "bootstrap_ci",

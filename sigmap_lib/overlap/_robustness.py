@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.errors import SigmapInputError
-from sigmap_lib.overlap._signature import SignedUnits, signed_units
+from sigmap_lib.overlap._signature import SignedUnits, UnitBits, signature_overlap, signed_units
 
 
 @dataclass
@@ -39,33 +39,13 @@ def _read_columns(nll_arrays: Sequence[Any], lo: int, hi: int) -> np.ndarray:
     return np.stack([np.asarray(a[lo:hi], dtype=np.float32) for a in nll_arrays], axis=1)
 
 
-def _overlap(
-    signatures, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models: np.ndarray | None = None
-):
-    from sigmap_lib.overlap._signature import signature_overlap
-    from sigmap_lib.signatures import gather_units
-
-    arrays = list(nll_arrays) if models is None else [nll_arrays[i] for i in models]
-    mean = bpb_mean if models is None else bpb_mean[models]
-    sd = bpb_sd if models is None else bpb_sd[models]
-
-    def read(units: np.ndarray) -> np.ndarray:
-        return gather_units(arrays, units).T
-
-    return signature_overlap(
-        signatures, nll=read, unit_nbytes=unit_nbytes, bpb_mean=mean, bpb_sd=sd
-    )
-
-
 def signature_robustness(
     nll_arrays: Sequence[Any],
     scores: np.ndarray,
     benchmark_names: Sequence[str],
+    bits: UnitBits,
     *,
     main: Any,
-    unit_nbytes: np.ndarray,
-    bpb_mean: np.ndarray,
-    bpb_sd: np.ndarray,
     extract_kwargs: Mapping[str, Any],
     corpus_split: int | None = None,
     n_model_subsets: int = 3,
@@ -83,11 +63,11 @@ def signature_robustness(
         Per-unit NLL in the score matrix's model order.
     scores : ndarray ``(n_models, B)``
         Benchmark scores (NaN = unscored), columns in ``benchmark_names`` order.
+    bits : UnitBits
+        The same models' bits per byte at every unit and their whole-corpus moments
+        (:meth:`UnitBits.from_arrays` of ``nll_arrays`` and the rank store's moments).
     main : OverlapMatrix
         The main signature-overlap matrix the variants are compared with.
-    unit_nbytes : ndarray ``(n_units,)``
-    bpb_mean, bpb_sd : ndarray ``(n_models,)``
-        Whole-corpus bits-per-byte moments per model (from the rank store).
     extract_kwargs : mapping
         The main extraction's ``method`` and options (the stored
         :class:`~sigmap_lib.signatures.SignatureSettings` and the caller's options, e.g.
@@ -118,22 +98,21 @@ def signature_robustness(
     Examples
     --------
     >>> import numpy as np
-    >>> from sigmap_lib.overlap import signature_overlap, signature_robustness
+    >>> from sigmap_lib.overlap import UnitBits, signature_overlap, signature_robustness
     >>> from sigmap_lib.signatures import extract_signatures
     >>> rng = np.random.default_rng(0)
     >>> nll = rng.normal(10.0, 1.0, size=(400, 16)).astype(np.float32)  # units x models
     >>> nbytes = np.full(400, 4)
     >>> bpb = nll / (nbytes[:, None] * np.log(2))
-    >>> mean, sd = bpb.mean(axis=0), bpb.std(axis=0)
+    >>> bits = UnitBits(nll, nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
     >>> names = ["arc", "arc_easy", "gsm8k"]
     >>> y = -nll[[5, 5, 300]].T + 0.3 * rng.normal(size=(16, 3))
     >>> kw = {"method": "aic", "k": 10}
     >>> found = extract_signatures(nll, y, benchmark_names=names, **kw)
     >>> sigs = {s.benchmark: s for s in found}  # units with their directions
-    >>> main = signature_overlap(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd)
+    >>> main = signature_overlap(sigs, bits)
     >>> variants = signature_robustness(
-    ...     list(nll.T), y, names, main=main, unit_nbytes=nbytes, bpb_mean=mean, bpb_sd=sd,
-    ...     extract_kwargs=kw, n_model_subsets=1,
+    ...     list(nll.T), y, names, bits, main=main, extract_kwargs=kw, n_model_subsets=1
     ... )
     >>> [(v.name, round(v.agreement, 2), v.n_pairs) for v in variants]  # doctest: +NORMALIZE_WHITESPACE
     [('screening=preselect', 1.0, 3), ('corpus half 1', 1.0, 3), ('corpus half 2', 1.0, 3),
@@ -151,9 +130,11 @@ def signature_robustness(
     if y.ndim != 2 or y.shape[1] != len(benchmark_names):
         raise SigmapInputError(f"scores must be (n_models, {len(benchmark_names)}), got {y.shape}")
     m = y.shape[0]
-    if len(nll_arrays) != m:
-        raise SigmapInputError(f"{len(nll_arrays)} NLL arrays for {m} models")
-    d = int(np.asarray(unit_nbytes).shape[0])
+    if len(nll_arrays) != m or bits.n_models != m:
+        raise SigmapInputError(
+            f"{len(nll_arrays)} NLL arrays and bits of {bits.n_models} models for {m} models"
+        )
+    d = int(nll_arrays[0].shape[0])
     split = int(corpus_split if corpus_split is not None else d // 2)
     if not 0 < split < d:
         raise SigmapInputError(f"corpus_split must be inside (0, {d}), got {split}")
@@ -170,7 +151,7 @@ def signature_robustness(
     ) -> None:
         """Record the variant: its overlap matrix (over ``models`` only, when given) and
         its agreement with ``main``."""
-        matrix = _overlap(sigs, nll_arrays, unit_nbytes, bpb_mean, bpb_sd, models=models)
+        matrix = signature_overlap(sigs, bits if models is None else bits.for_models(models))
         agree = agreement(main, matrix)
         extra: dict[str, Any] = {} if models is None else {"models": models.tolist()}
         if main_signatures is not None:

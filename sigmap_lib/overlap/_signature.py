@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
@@ -100,20 +101,127 @@ def _read_nll(
     return out
 
 
-def signature_model_scores(
-    signatures: Mapping[str, SignatureLike],
-    *,
-    nll: NLLSource,
-    unit_nbytes: np.ndarray | Callable[[np.ndarray], np.ndarray],
-    bpb_mean: np.ndarray,
-    bpb_sd: np.ndarray,
-    units: np.ndarray | None = None,
-) -> tuple[list[str], np.ndarray]:
-    """Per-model signature scores ``s_b[k] = mean_{j ∈ S_b} o_j · z_{k,j}``.
+@dataclass(frozen=True)
+class UnitBits:
+    """Each model's standardised bits per byte at any corpus units: what the signature level reads.
 
     ``z_{k,j} = (bpb_{k,j} − bpb_mean_k) / bpb_sd_k`` with ``bpb = NLL / (n_bytes · ln 2)``
     and the per-model mean/sd of bits-per-byte over the whole corpus (computed elsewhere,
-    streaming; e.g. ``RankStore``). ``o_j`` is the unit's direction (+1: better-scoring
+    streaming; e.g. ``RankStore``). Only the units a signature names are ever read.
+
+    Parameters
+    ----------
+    nll : np.ndarray or callable
+        Either ``(k, n_models)`` NLL in nats at the unit ids ``units`` (unit-major), or a
+        callable ``read(unit_ids (k,)) -> (k, n_models)`` (e.g. reading the NLL stores).
+    unit_nbytes : np.ndarray or callable
+        Byte length of each unit: aligned with ``units`` (array form of ``nll``), or a
+        full ``(n_units,)`` array indexed by unit id, or a callable ``read(unit_ids)``.
+    bpb_mean, bpb_sd : np.ndarray
+        ``(n_models,)`` whole-corpus bits-per-byte mean and sd per model (sd > 0).
+    units : np.ndarray, optional
+        ``(k,)`` unit ids of the rows of an array ``nll`` (default ``0..k-1``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sigmap_lib.overlap import UnitBits
+    >>> nll = np.array([[2.0, 4.0], [3.0, 3.0], [4.0, 2.0]])  # 3 units x 2 models, nats
+    >>> nbytes = np.full(3, 1 / np.log(2))  # so that bits per byte = nats
+    >>> bits = UnitBits(nll, nbytes, bpb_mean=nll.mean(axis=0), bpb_sd=nll.std(axis=0))
+    >>> bits.n_models, np.round(bits.z(np.array([0, 2])), 3).tolist()
+    (2, [[-1.225, 1.225], [1.225, -1.225]])
+    >>> bits.for_models([1]).z(np.array([0])).tolist()
+    [[1.224744871391589]]
+    """
+
+    nll: NLLSource
+    unit_nbytes: np.ndarray | Callable[[np.ndarray], np.ndarray]
+    bpb_mean: np.ndarray
+    bpb_sd: np.ndarray
+    units: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        mean = np.asarray(self.bpb_mean, dtype=np.float64)
+        sd = np.asarray(self.bpb_sd, dtype=np.float64)
+        if mean.ndim != 1 or sd.shape != mean.shape:
+            raise SigmapInputError(
+                f"signature overlap: bpb_mean/bpb_sd must be (n_models,), got {mean.shape} and {sd.shape}"
+            )
+        if not (np.isfinite(sd).all() and (sd > 0).all()):
+            raise SigmapInputError(
+                "signature overlap: bpb_sd must be finite and > 0 for every model"
+            )
+        object.__setattr__(self, "bpb_mean", mean)
+        object.__setattr__(self, "bpb_sd", sd)
+
+    @classmethod
+    def from_arrays(
+        cls,
+        nll_arrays: Sequence[Any],
+        unit_nbytes: np.ndarray,
+        bpb_mean: np.ndarray,
+        bpb_sd: np.ndarray,
+    ) -> UnitBits:
+        """Per-model NLL arrays over the units (zarr or NumPy), read by unit id
+        (:func:`sigmap_lib.signatures.gather_units`); ``unit_nbytes`` ``(n_units,)``."""
+        from sigmap_lib.signatures import gather_units
+
+        arrays = list(nll_arrays)
+        return cls(lambda u: gather_units(arrays, u).T, unit_nbytes, bpb_mean, bpb_sd)
+
+    @property
+    def n_models(self) -> int:
+        return int(self.bpb_mean.shape[0])
+
+    def for_models(self, models: Sequence[int] | np.ndarray) -> UnitBits:
+        """The same units seen by the models ``models`` (column indices) only."""
+        idx = np.asarray(models, dtype=np.int64)
+        if callable(self.nll):
+            read = self.nll
+            nll: NLLSource = lambda u: np.asarray(read(u))[:, idx]  # noqa: E731
+        else:
+            nll = np.asarray(self.nll)[:, idx]
+        return UnitBits(nll, self.unit_nbytes, self.bpb_mean[idx], self.bpb_sd[idx], self.units)
+
+    def z(self, wanted: np.ndarray) -> np.ndarray:
+        """``(len(wanted), n_models)`` standardised bits per byte at the sorted unique unit
+        ids ``wanted``."""
+        x = _read_nll(self.nll, self.units, wanted, self.n_models)
+        nbytes = self._nbytes(wanted)
+        bpb = x / (nbytes[:, None] * math.log(2.0))
+        return (bpb - self.bpb_mean[None, :]) / self.bpb_sd[None, :]
+
+    def _nbytes(self, wanted: np.ndarray) -> np.ndarray:
+        if callable(self.unit_nbytes):
+            nbytes = np.asarray(self.unit_nbytes(wanted), dtype=np.float64)
+        else:
+            nb_arr = np.asarray(self.unit_nbytes, dtype=np.float64)
+            units = self.units
+            if not callable(self.nll) and units is not None and nb_arr.shape == np.shape(units):
+                u = np.asarray(units, dtype=np.int64)
+                sorter = np.argsort(u, kind="stable")
+                nbytes = nb_arr[sorter[np.searchsorted(u, wanted, sorter=sorter)]]
+            else:
+                if nb_arr.ndim != 1 or wanted.max() >= nb_arr.shape[0]:
+                    raise SigmapInputError(
+                        f"signature overlap: unit_nbytes (shape {nb_arr.shape}) must be aligned with units or cover unit id {int(wanted.max())}"
+                    )
+                nbytes = nb_arr[wanted]
+        if nbytes.shape != wanted.shape or not (nbytes > 0).all():
+            raise SigmapInputError(
+                "signature overlap: unit_nbytes must be > 0 at every signature unit"
+            )
+        return nbytes
+
+
+def signature_model_scores(
+    signatures: Mapping[str, SignatureLike], bits: UnitBits
+) -> tuple[list[str], np.ndarray]:
+    """Per-model signature scores ``s_b[k] = mean_{j ∈ S_b} o_j · z_{k,j}``.
+
+    ``z_{k,j}`` is model k's standardised bits per byte at unit j (:class:`UnitBits`).
+    ``o_j`` is the unit's direction (+1: better-scoring
     models are less perplexed on it, −1: more): a two-sided signature holds units of both
     directions, and an unsigned mean would let them cancel. For a signature whose units all
     point the same way (plain unit ids count as +1) this is the plain mean of METHODS §4.
@@ -128,16 +236,8 @@ def signature_model_scores(
         (:class:`SignedUnits`, or a ``Signature``, whose ``orientation`` comes from its
         statistics). An empty signature (no unit above chance) gives a NaN column: such a
         benchmark has no signature score.
-    nll : np.ndarray or callable
-        Either ``(k, n_models)`` NLL in nats at the unit ids ``units`` (unit-major), or a
-        callable ``read(unit_ids (k,)) -> (k, n_models)`` (e.g. reading the NLL stores).
-    unit_nbytes : np.ndarray or callable
-        Byte length of each unit: aligned with ``units`` (array form of ``nll``), or a
-        full ``(n_units,)`` array indexed by unit id, or a callable ``read(unit_ids)``.
-    bpb_mean, bpb_sd : np.ndarray
-        ``(n_models,)`` whole-corpus bits-per-byte mean and sd per model.
-    units : np.ndarray, optional
-        ``(k,)`` unit ids of the rows of an array ``nll`` (default ``0..k-1``).
+    bits : UnitBits
+        The models' bits per byte at the units, and their whole-corpus moments.
 
     Returns
     -------
@@ -148,15 +248,13 @@ def signature_model_scores(
     Examples
     --------
     >>> import numpy as np
-    >>> from sigmap_lib.overlap import signature_model_scores
+    >>> from sigmap_lib.overlap import UnitBits, signature_model_scores
     >>> rng = np.random.default_rng(0)
     >>> nll = rng.gamma(4.0, 2.0, size=(6, 3))  # 6 units x 3 models, nats
     >>> nbytes = np.array([4, 5, 3, 6, 4, 5])
     >>> bpb = nll / (nbytes[:, None] * np.log(2))  # here the whole "corpus" is 6 units
-    >>> labels, scores = signature_model_scores(
-    ...     {"arc": [0, 2], "gsm8k": [3, 4, 5]}, nll=nll, unit_nbytes=nbytes,
-    ...     bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0),
-    ... )
+    >>> bits = UnitBits(nll, nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
+    >>> labels, scores = signature_model_scores({"arc": [0, 2], "gsm8k": [3, 4, 5]}, bits)
     >>> labels, scores.shape
     (['arc', 'gsm8k'], (3, 2))
     >>> np.round(scores, 3).tolist()
@@ -168,21 +266,14 @@ def signature_model_scores(
     A unit on which better models are *more* perplexed counts with the opposite sign:
 
     >>> from sigmap_lib.overlap import SignedUnits
-    >>> _, signed = signature_model_scores(
-    ...     {"arc": SignedUnits([0, 2], [1, -1])}, nll=nll, unit_nbytes=nbytes,
-    ...     bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0),
-    ... )
+    >>> _, signed = signature_model_scores({"arc": SignedUnits([0, 2], [1, -1])}, bits)
     >>> bool(np.allclose(signed[:, 0], (z[0] - z[2]) / 2))
     True
     """
-    bpb_mean = np.asarray(bpb_mean, dtype=np.float64)
-    bpb_sd = np.asarray(bpb_sd, dtype=np.float64)
-    if bpb_mean.ndim != 1 or bpb_sd.shape != bpb_mean.shape:
+    if not isinstance(bits, UnitBits):
         raise SigmapInputError(
-            f"signature overlap: bpb_mean/bpb_sd must be (n_models,), got {bpb_mean.shape} and {bpb_sd.shape}"
+            f"signature overlap: bits must be a UnitBits, got {type(bits).__name__}"
         )
-    if not (np.isfinite(bpb_sd).all() and (bpb_sd > 0).all()):
-        raise SigmapInputError("signature overlap: bpb_sd must be finite and > 0 for every model")
     if not isinstance(signatures, Mapping) or not signatures:
         raise SigmapInputError(
             "signature overlap: signatures must be a non-empty mapping benchmark -> unit ids"
@@ -196,30 +287,11 @@ def signature_model_scores(
                 f"signature overlap: signature of benchmark {lab!r} has negative unit ids"
             )
         sig[lab], orient[lab] = arr, sign
-    m = bpb_mean.shape[0]
+    m = bits.n_models
     if not any(a.size for a in sig.values()):
         return labels, np.full((m, len(labels)), np.nan)
     wanted = np.unique(np.concatenate(list(sig.values())))
-    x = _read_nll(nll, units, wanted, m)
-    # bytes per unit at `wanted`
-    if callable(unit_nbytes):
-        nbytes = np.asarray(unit_nbytes(wanted), dtype=np.float64)
-    else:
-        nb_arr = np.asarray(unit_nbytes, dtype=np.float64)
-        if not callable(nll) and units is not None and nb_arr.shape == np.asarray(units).shape:
-            u = np.asarray(units, dtype=np.int64)
-            sorter = np.argsort(u, kind="stable")
-            nbytes = nb_arr[sorter[np.searchsorted(u, wanted, sorter=sorter)]]
-        else:
-            if nb_arr.ndim != 1 or wanted.max() >= nb_arr.shape[0]:
-                raise SigmapInputError(
-                    f"signature overlap: unit_nbytes (shape {nb_arr.shape}) must be aligned with units or cover unit id {int(wanted.max())}"
-                )
-            nbytes = nb_arr[wanted]
-    if nbytes.shape != wanted.shape or not (nbytes > 0).all():
-        raise SigmapInputError("signature overlap: unit_nbytes must be > 0 at every signature unit")
-    bpb = x / (nbytes[:, None] * math.log(2.0))
-    z = (bpb - bpb_mean[None, :]) / bpb_sd[None, :]
+    z = bits.z(wanted)
     out = np.empty((m, len(labels)))
     for b, lab in enumerate(labels):
         if sig[lab].size == 0:
@@ -244,12 +316,8 @@ def _overlap_from_model_scores(
 
 def signature_overlap(
     signatures: Mapping[str, SignatureLike],
+    bits: UnitBits,
     *,
-    nll: NLLSource,
-    unit_nbytes: np.ndarray | Callable[[np.ndarray], np.ndarray],
-    bpb_mean: np.ndarray,
-    bpb_sd: np.ndarray,
-    units: np.ndarray | None = None,
     no_signature: Mapping[str, str] | None = None,
 ) -> OverlapMatrix:
     """Signature-level overlap: Spearman ρ across models of the signature scores.
@@ -270,35 +338,28 @@ def signature_overlap(
     Examples
     --------
     >>> import numpy as np
-    >>> from sigmap_lib.overlap import signature_overlap
+    >>> from sigmap_lib.overlap import UnitBits, signature_overlap
     >>> rng = np.random.default_rng(0)
     >>> nll = rng.normal(10.0, 1.0, size=(30, 8))  # 30 units x 8 models
     >>> nbytes = np.full(30, 4)
     >>> bpb = nll / (nbytes[:, None] * np.log(2))
+    >>> bits = UnitBits(nll, nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
     >>> sigs = {"arc": [0, 1], "arc_easy": [1, 2], "gsm8k": [10, 11, 12]}
-    >>> m = signature_overlap(
-    ...     sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0)
-    ... )
+    >>> m = signature_overlap(sigs, bits)
     >>> np.round(m.values, 3).tolist()
     [[1.0, 0.667, 0.214], [0.667, 1.0, -0.071], [0.214, -0.071, 1.0]]
     >>> int(m.n_common[0, 1]), m.extra["model_scores"].shape
     (8, (8, 3))
     """
-    labels, s = signature_model_scores(
-        signatures, nll=nll, unit_nbytes=unit_nbytes, bpb_mean=bpb_mean, bpb_sd=bpb_sd, units=units
-    )
+    labels, s = signature_model_scores(signatures, bits)
     return _overlap_from_model_scores(labels, s, no_signature)
 
 
 def signature_overlap_null(
     extract: Callable[[np.ndarray], Mapping[str, SignatureLike]],
     scores: np.ndarray,
+    bits: UnitBits,
     *,
-    nll: NLLSource,
-    unit_nbytes: np.ndarray | Callable[[np.ndarray], np.ndarray],
-    bpb_mean: np.ndarray,
-    bpb_sd: np.ndarray,
-    units: np.ndarray | None = None,
     n_perm: int = 99,
     seed: int = 0,
     mode: Literal["joint", "independent"] = "joint",
@@ -328,10 +389,10 @@ def signature_overlap_null(
         ``extract(scores (n_models, B)) -> {benchmark: unit ids}`` — the whole signature
         pipeline (screening + selection); must return the same benchmark names each time.
     scores : np.ndarray
-        ``(n_models, B)`` benchmark scores, models in the order of ``nll``'s columns.
-    nll, unit_nbytes, bpb_mean, bpb_sd, units
-        As in :func:`signature_overlap`; ``nll`` must cover every unit ``extract`` can
-        return (pass a callable reading the stores in general).
+        ``(n_models, B)`` benchmark scores, models in the order of ``bits``' columns.
+    bits : UnitBits
+        As in :func:`signature_overlap`; it must cover every unit ``extract`` can return
+        (read the stores by unit in general: :meth:`UnitBits.from_arrays`).
     n_perm : int
         Number of permutations (>= 1).
     seed : int
@@ -353,7 +414,7 @@ def signature_overlap_null(
     units most correlated with each benchmark:
 
     >>> import numpy as np
-    >>> from sigmap_lib.overlap import signature_overlap_null
+    >>> from sigmap_lib.overlap import UnitBits, signature_overlap_null
     >>> rng = np.random.default_rng(0)
     >>> nll = rng.normal(10.0, 1.0, size=(50, 20))  # 50 units x 20 models
     >>> nbytes = np.full(50, 4)
@@ -363,14 +424,14 @@ def signature_overlap_null(
     ...     r = np.corrcoef(y.T, nll)[:3, 3:]  # (3 benchmarks, 50 units)
     ...     names = ["arc", "arc_easy", "gsm8k"]
     ...     return {b: np.argsort(-np.abs(r[j]))[:2] for j, b in enumerate(names)}
-    >>> kw = dict(nll=nll, unit_nbytes=nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
-    >>> res = signature_overlap_null(extract, scores, n_perm=19, **kw)
+    >>> bits = UnitBits(nll, nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
+    >>> res = signature_overlap_null(extract, scores, bits, n_perm=19)
     >>> round(res.get("arc", "arc_easy"), 2), res.extra["null"].shape
     (0.43, (19, 3, 3))
     >>> # p = (1 + #{null >= observed}) / 20: the joint null keeps the correlated scores
     >>> float(res.extra["p_value"][0, 1])
     0.6
-    >>> res = signature_overlap_null(extract, scores, n_perm=19, mode="independent", **kw)
+    >>> res = signature_overlap_null(extract, scores, bits, n_perm=19, mode="independent")
     >>> float(res.extra["p_value"][0, 1])
     0.1
     """
@@ -385,14 +446,13 @@ def signature_overlap_null(
             f"signature_overlap_null: alternative must be 'greater' or 'two-sided', got {alternative!r}"
         )
     y = np.asarray(scores, dtype=np.float64)
-    m = np.asarray(bpb_mean).shape[0]
+    m = bits.n_models
     if y.ndim != 2 or y.shape[0] != m:
         raise SigmapInputError(
             f"signature_overlap_null: scores must be (n_models={m}, B), got shape {y.shape}"
         )
-    kw = dict(nll=nll, unit_nbytes=unit_nbytes, bpb_mean=bpb_mean, bpb_sd=bpb_sd, units=units)
     if observed is None:
-        observed = signature_overlap(extract(y), **kw)
+        observed = signature_overlap(extract(y), bits)
     labels = observed.labels
     rng = np.random.default_rng(seed)
     nb = len(labels)
@@ -408,7 +468,7 @@ def signature_overlap_null(
             raise SigmapInputError(
                 f"signature_overlap_null: extract returned benchmarks {sorted(got)}, expected {sorted(labels)}"
             )
-        null[p] = signature_overlap({k: sigs[k] for k in labels}, **kw).values
+        null[p] = signature_overlap({k: sigs[k] for k in labels}, bits).values
     obs = observed.values
     with np.errstate(invalid="ignore"):  # NaN null (no signature) never exceeds
         if alternative == "greater":
@@ -444,11 +504,9 @@ def signature_level(
     source: Any,
     scores: np.ndarray,
     signatures: Mapping[str, SignatureLike],
+    bits: UnitBits,
     *,
     nll_arrays: Any,
-    unit_nbytes: np.ndarray,
-    bpb_mean: np.ndarray,
-    bpb_sd: np.ndarray,
     method: Any,
     no_signature: Mapping[str, str] | None = None,
     n_permutations: int = 19,
@@ -469,11 +527,12 @@ def signature_level(
         ``(n_models, B)`` scores in ``signatures`` order.
     signatures : mapping benchmark -> SignedUnits or unit indices
         The stored signatures with their units' directions (empty ones give NaN pairs).
+    bits : UnitBits
+        The models' bits per byte at every unit (:meth:`UnitBits.from_arrays` of
+        ``nll_arrays``).
     nll_arrays : sequence of arrays or np.ndarray
-        Per-model NLL over the units (read by unit, see
-        :func:`sigmap_lib.signatures.gather_units`).
-    unit_nbytes, bpb_mean, bpb_sd : np.ndarray
-        ``(n_units,)`` unit bytes and ``(n_models,)`` bits-per-byte moments.
+        Per-model NLL over the units, what the signatures are re-extracted from (read by
+        unit, see :func:`sigmap_lib.signatures.gather_units`).
     method : SignatureMethod or str
         The method the signatures were extracted with, with its parameters
         (:meth:`sigmap_lib.signatures.SignatureSettings.method_object`).
@@ -498,24 +557,24 @@ def signature_level(
     Examples
     --------
     >>> import numpy as np
-    >>> from sigmap_lib.overlap import signature_level
+    >>> from sigmap_lib.overlap import UnitBits, signature_level
     >>> from sigmap_lib.signatures import CalibratedMarginal
     >>> rng = np.random.default_rng(0)
     >>> values = rng.normal(10.0, 1.0, size=(40, 14))  # 40 units x 14 models
     >>> nbytes = np.full(40, 4)
     >>> bpb = values / (nbytes[:, None] * np.log(2))
     >>> scores = -values[[0, 0, 7]].T + 0.1 * rng.normal(size=(14, 3))
+    >>> bits = UnitBits(values, nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
     >>> m, extras = signature_level(
-    ...     values, scores, {"a": [0], "b": [0, 1], "c": [7]},
-    ...     nll_arrays=values, unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0),
-    ...     method=CalibratedMarginal(n_permutations=19),
+    ...     values, scores, {"a": [0], "b": [0, 1], "c": [7]}, bits,
+    ...     nll_arrays=values, method=CalibratedMarginal(n_permutations=19),
     ...     n_permutations=2, n_bootstrap=20,
     ... )
     >>> m.values.shape, sorted(extras)
     ((3, 3), ['ci_high', 'ci_low', 'model_scores', 'null_mean', 'p_value'])
     """
     from sigmap_lib.overlap._matrix import pair_intervals
-    from sigmap_lib.signatures import extract_signatures, gather_units
+    from sigmap_lib.signatures import extract_signatures
 
     bench = list(signatures)
     no_signature = dict(no_signature or {})
@@ -526,15 +585,9 @@ def signature_level(
         )
         return {s.benchmark: s.at_level(level) for s in out}  # empty: NaN pairs, no fallback
 
-    kw = dict(
-        nll=lambda units: gather_units(nll_arrays, units).T,
-        unit_nbytes=unit_nbytes,
-        bpb_mean=bpb_mean,
-        bpb_sd=bpb_sd,
-    )
-    observed = signature_overlap(signatures, **kw, no_signature=no_signature)
+    observed = signature_overlap(signatures, bits, no_signature=no_signature)
     null = signature_overlap_null(
-        extract, scores, n_perm=n_permutations, seed=seed, observed=observed, **kw
+        extract, scores, bits, n_perm=n_permutations, seed=seed, observed=observed
     )
     extras = {
         "p_value": null.extra["p_value"],

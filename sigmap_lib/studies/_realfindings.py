@@ -11,7 +11,13 @@ from typing import Any
 import numpy as np
 
 from sigmap_lib.inputs import ModelMatrix, read_perplexity_correlations
-from sigmap_lib.overlap import OverlapMatrix, group_test, performance_overlap, signature_overlap
+from sigmap_lib.overlap import (
+    OverlapMatrix,
+    UnitBits,
+    group_test,
+    performance_overlap,
+    signature_overlap,
+)
 from sigmap_lib.signatures import extract_signatures, method_class
 
 #: ObsScaling's base-model table (``shared/data/leaderboard``) and its benchmark columns
@@ -145,14 +151,8 @@ def _signature_level(sigs: Mapping[str, Any], values: np.ndarray) -> OverlapMatr
         return None
     d = values.shape[0]
     no_sig = {b: s.calibration.reason or "empty signature" for b, s in sigs.items() if s.empty}
-    return signature_overlap(
-        found,
-        nll=values,
-        unit_nbytes=np.full(d, 1.0 / np.log(2.0)),
-        bpb_mean=values.mean(axis=0),
-        bpb_sd=values.std(axis=0),
-        no_signature=no_sig,
-    )
+    bits = UnitBits(values, np.full(d, 1.0 / np.log(2.0)), values.mean(axis=0), values.std(axis=0))
+    return signature_overlap(found, bits, no_signature=no_sig)
 
 
 def _pairs(a: OverlapMatrix, b: OverlapMatrix | None) -> dict[str, Any]:

@@ -100,17 +100,15 @@ def robustness_and_alignment(
         unit_contexts,
     )
 
-    sigs, ranks, corpus = inputs.signatures, inputs.ranks, inputs.corpus
+    sigs, corpus = inputs.signatures, inputs.corpus
     variants, aligned = [], None
     if robustness and "signature" in levels and len(sigs) >= 3:
         variants = signature_robustness(
             inputs.nll_arrays,
             inputs.scores,
             list(sigs),
+            inputs.bits,
             main=levels["signature"].subset(list(sigs)),
-            unit_nbytes=corpus.unit_nbytes,
-            bpb_mean=ranks.bpb_mean,
-            bpb_sd=ranks.bpb_sd,
             extract_kwargs=inputs.settings.to_dict() | inputs.options,
             methods=("calibrated", "aic", "lasso"),
             main_signatures=inputs.signed,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sigmap_lib.overlap import signature_overlap, signature_overlap_null
+from sigmap_lib.overlap import UnitBits, signature_overlap, signature_overlap_null
 from sigmap_lib.reporting import build_overlap_report, level_analyses
 
 REASON = "no signature above chance at m = 12, d = 40, α = 0.05"
@@ -26,25 +26,25 @@ def _world(seed: int = 0):
     nll = rng.gamma(4.0, 2.0, size=(40, 12))
     nbytes = rng.integers(2, 8, size=40)
     bpb = nll / (nbytes[:, None] * np.log(2))
-    return {"nll": nll, "unit_nbytes": nbytes, "bpb_mean": bpb.mean(0), "bpb_sd": bpb.std(0)}
+    return UnitBits(nll, nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
 
 
 def test_empty_signature_gives_nan_pairs_and_the_reason() -> None:
-    kw = _world()
+    bits = _world()
     sigs = {"a": [0, 1], "b": [1, 2], "c": [], "d": [5]}
-    m = signature_overlap(sigs, **kw, no_signature={"c": REASON})
-    full = signature_overlap({k: v for k, v in sigs.items() if v}, **kw)
+    m = signature_overlap(sigs, bits, no_signature={"c": REASON})
+    full = signature_overlap({k: v for k, v in sigs.items() if v}, bits)
     i = m.labels.index("c")
     assert np.isnan(np.delete(m.values[i], i)).all() and m.values[i, i] == 1.0
     assert m.extra["no_signature"] == {"c": REASON}
     assert np.isnan(m.extra["model_scores"][:, i]).all()
     sub = m.subset(["a", "b", "d"])
     np.testing.assert_allclose(sub.values, full.values)  # the others are unaffected
-    assert signature_overlap(sigs, **kw).extra["no_signature"] == {"c": "empty signature"}
+    assert signature_overlap(sigs, bits).extra["no_signature"] == {"c": "empty signature"}
 
 
 def test_null_counts_an_empty_permutation_as_no_overlap() -> None:
-    kw = _world(1)
+    bits = _world(1)
     rng = np.random.default_rng(2)
     y = rng.normal(size=(12, 2))
     calls = iter(range(1000))
@@ -55,7 +55,7 @@ def test_null_counts_an_empty_permutation_as_no_overlap() -> None:
             return {"x": [0, 1], "y": [0, 2]}  # observed
         return {"x": [0, 1], "y": [] if k % 2 else [3]}  # half the permutations: empty
 
-    res = signature_overlap_null(extract, y, n_perm=20, seed=0, **kw)
+    res = signature_overlap_null(extract, y, bits, n_perm=20, seed=0)
     assert res.extra["null_finite"][0, 1] == 10
     null = res.extra["null"][:, 0, 1]
     obs = res.values[0, 1]
@@ -64,9 +64,8 @@ def test_null_counts_an_empty_permutation_as_no_overlap() -> None:
 
 
 def test_analyses_leave_out_benchmarks_without_signature_and_count_them() -> None:
-    kw = _world(3)
     m = signature_overlap(
-        {"a": [0, 1], "b": [1, 2], "c": [], "d": [5, 6]}, **kw, no_signature={"c": REASON}
+        {"a": [0, 1], "b": [1, 2], "c": [], "d": [5, 6]}, _world(3), no_signature={"c": REASON}
     )
     res = level_analyses(m, META)
     assert res["left_out"] == {
@@ -81,9 +80,8 @@ def test_analyses_leave_out_benchmarks_without_signature_and_count_them() -> Non
 
 
 def test_report_states_no_signature_above_chance(tmp_path) -> None:
-    kw = _world(4)
     m = signature_overlap(
-        {"a": [0, 1], "b": [1, 2], "c": [], "d": [5, 6]}, **kw, no_signature={"c": REASON}
+        {"a": [0, 1], "b": [1, 2], "c": [], "d": [5, 6]}, _world(4), no_signature={"c": REASON}
     )
     sections, summary = build_overlap_report({"signature": m}, META, tmp_path)
     text = "\n".join(s.text for s in sections if s.text)

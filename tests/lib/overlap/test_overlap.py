@@ -12,6 +12,7 @@ from sigmap_lib.errors import SigmapInputError
 from sigmap_lib.overlap import (
     OverlapMatrix,
     SignedUnits,
+    UnitBits,
     bootstrap_ci,
     performance_overlap,
     semantic_overlap,
@@ -232,7 +233,7 @@ def test_signature_overlap_matches_direct_computation() -> None:
         "y": rng.choice(200, 3, replace=False),
         "z": rng.choice(200, 12, replace=False),
     }
-    res = signature_overlap(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd)
+    res = signature_overlap(sigs, UnitBits(nll, nbytes, mu, sd))
     z = (nll / (nbytes[:, None] * np.log(2)) - mu) / sd  # (d, m)
     s = {k: z[v].mean(0) for k, v in sigs.items()}
     for a in sigs:
@@ -244,23 +245,41 @@ def test_signature_overlap_matches_direct_computation() -> None:
     keep = np.unique(np.concatenate(list(sigs.values())))
     ids = keep * 10 + 5
     sigs10 = {k: v * 10 + 5 for k, v in sigs.items()}
-    res2 = signature_overlap(
-        sigs10, nll=nll[keep], units=ids, unit_nbytes=nbytes[keep], bpb_mean=mu, bpb_sd=sd
-    )
+    res2 = signature_overlap(sigs10, UnitBits(nll[keep], nbytes[keep], mu, sd, units=ids))
     np.testing.assert_allclose(res2.values, res.values)
-    _, s3 = signature_model_scores(
-        sigs, nll=lambda u: nll[u], unit_nbytes=lambda u: nbytes[u], bpb_mean=mu, bpb_sd=sd
-    )
+    _, s3 = signature_model_scores(sigs, UnitBits(lambda u: nll[u], lambda u: nbytes[u], mu, sd))
     np.testing.assert_allclose(s3, res.extra["model_scores"])
     with pytest.raises(SigmapInputError, match="not among the rows"):
-        signature_overlap(
-            {"x": [9999]},
-            nll=nll[keep],
-            units=ids,
-            unit_nbytes=nbytes[keep],
-            bpb_mean=mu,
-            bpb_sd=sd,
-        )
+        signature_overlap({"x": [9999]}, UnitBits(nll[keep], nbytes[keep], mu, sd, units=ids))
+
+
+def test_unit_bits_standardise_any_units_and_any_models() -> None:
+    """``z`` against the formula on the full matrix, for array, callable and id-mapped
+    readers, and for a subset of the models; bad moments and bytes give one line each."""
+    _, nll, nbytes, mu, sd = _world(seed=8)
+    z = (nll / (nbytes[:, None] * np.log(2)) - mu) / sd
+    rng = np.random.default_rng(8)
+    wanted = np.sort(rng.choice(200, 15, replace=False))
+    models = np.array([4, 0, 2])
+    readers = (
+        UnitBits(nll, nbytes, mu, sd),
+        UnitBits(lambda u: nll[u], lambda u: nbytes[u], mu, sd),
+        UnitBits(nll[wanted], nbytes[wanted], mu, sd, units=wanted),
+    )
+    for bits in readers:
+        assert bits.n_models == nll.shape[1]
+        np.testing.assert_allclose(bits.z(wanted), z[wanted], rtol=1e-12)
+        sub = bits.for_models(models)
+        assert sub.n_models == 3
+        np.testing.assert_allclose(sub.z(wanted), z[wanted][:, models], rtol=1e-12)
+    with pytest.raises(SigmapInputError, match="bpb_sd must be finite and > 0"):
+        UnitBits(nll, nbytes, mu, np.r_[sd[:-1], 0.0])
+    with pytest.raises(SigmapInputError, match=r"must be \(n_models,\)"):
+        UnitBits(nll, nbytes, mu, sd[:-1])
+    with pytest.raises(SigmapInputError, match="unit_nbytes must be > 0"):
+        UnitBits(nll, np.zeros_like(nbytes), mu, sd).z(wanted)
+    with pytest.raises(SigmapInputError, match="bits must be a UnitBits"):
+        signature_model_scores({"x": [1]}, {"nll": nll})  # type: ignore[arg-type]
 
 
 def test_oriented_signature_scores_match_a_signed_mean() -> None:
@@ -271,21 +290,19 @@ def test_oriented_signature_scores_match_a_signed_mean() -> None:
         k: SignedUnits(rng.choice(200, n, replace=False), rng.choice([-1.0, 1.0], n))
         for k, n in (("x", 6), ("y", 1), ("w", 11))
     }
-    labels, s = signature_model_scores(sigs, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd)
+    labels, s = signature_model_scores(sigs, UnitBits(nll, nbytes, mu, sd))
     for b, k in enumerate(labels):
         ref = np.array([[o * z[u, i] for u, o in zip(*sigs[k])] for i in range(z.shape[1])])
         np.testing.assert_allclose(s[:, b], ref.mean(axis=1))
     # all +1 is the plain mean over the units
-    _, plain = signature_model_scores(
-        {"x": sigs["x"].units}, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd
-    )
+    _, plain = signature_model_scores({"x": sigs["x"].units}, UnitBits(nll, nbytes, mu, sd))
     np.testing.assert_allclose(plain[:, 0], z[sigs["x"].units].mean(0))
     for bad, match in (
         (SignedUnits([1, 2], [1.0]), "orientations"),
         (SignedUnits([1, 2], [1.0, 0.5]), r"\+1 or -1"),
     ):
         with pytest.raises(SigmapInputError, match=match):
-            signature_model_scores({"x": bad}, nll=nll, unit_nbytes=nbytes, bpb_mean=mu, bpb_sd=sd)
+            signature_model_scores({"x": bad}, UnitBits(nll, nbytes, mu, sd))
 
 
 def test_orientation_recovers_the_overlap_of_two_sided_signatures() -> None:
@@ -299,17 +316,17 @@ def test_orientation_recovers_the_overlap_of_two_sided_signatures() -> None:
     nll = 8.0 + load[:, None] * f[None, :] + 0.5 * rng.standard_normal((d, m))
     nbytes = np.full(d, 4.0)
     bpb = nll / (nbytes[:, None] * np.log(2))
-    kw = dict(nll=nll, unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
+    bits = UnitBits(nll, nbytes, bpb.mean(0), bpb.std(0))
     a_units = np.r_[0:8, 20:28]
     a_sign = np.r_[np.ones(8), -np.ones(8)]
     b_units = np.arange(8, 16)
     # the directions a signature's statistic would give: sign of Spearman(−NLL, f)
     ref = np.sign([spearmanr(-nll[u], f).statistic for u in a_units])
     np.testing.assert_array_equal(ref, a_sign)
-    signed = signature_overlap({"a": SignedUnits(a_units, a_sign), "b": b_units}, **kw).get(
+    signed = signature_overlap({"a": SignedUnits(a_units, a_sign), "b": b_units}, bits).get(
         "a", "b"
     )
-    unsigned = signature_overlap({"a": a_units, "b": b_units}, **kw).get("a", "b")
+    unsigned = signature_overlap({"a": a_units, "b": b_units}, bits).get("a", "b")
     assert signed > 0.8
     assert abs(unsigned) < signed - 0.5
 
@@ -368,8 +385,8 @@ def test_signature_null_p_values_are_uniform_under_null_world() -> None:
     pvals = []
     for rep in range(120):
         y, nll, nbytes, mu, sd = _world(m=20, d=120, b=2, seed=1000 + rep)
-        level = {"nll": nll, "unit_nbytes": nbytes, "bpb_mean": mu, "bpb_sd": sd}
-        res = signature_overlap_null(_top_k_extract(nll), y, n_perm=19, seed=rep, **level)
+        bits = UnitBits(nll, nbytes, mu, sd)
+        res = signature_overlap_null(_top_k_extract(nll), y, bits, n_perm=19, seed=rep)
         pvals.append(res.extra["p_value"][0, 1])
     p = np.array(pvals)
     # exact test: p uniform on {1/20, ..., 1}; KS against U(0,1) after jittering within bins
@@ -383,9 +400,8 @@ def test_signature_null_detects_planted_shared_signal() -> None:
     y[:, 1] = y[:, 0] + 0.05 * y[:, 1]
     rng = np.random.default_rng(5)
     nll[:20] -= 1.5 * y[:, 0][None, :] * nbytes[:20, None] + 0.0 * rng.random()
-    level = {"nll": nll, "unit_nbytes": nbytes, "bpb_mean": mu, "bpb_sd": sd}
     res = signature_overlap_null(
-        _top_k_extract(nll), y, n_perm=39, seed=1, mode="independent", **level
+        _top_k_extract(nll), y, UnitBits(nll, nbytes, mu, sd), n_perm=39, seed=1, mode="independent"
     )
     assert res.values[0, 1] > 0.8
     assert res.extra["p_value"][0, 1] <= 0.05

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from scipy.stats import spearmanr
 
-from sigmap_lib.overlap import signature_overlap, signature_robustness
-from sigmap_lib.signatures import extract_signatures, gather_units, method_class
+from sigmap_lib.overlap import UnitBits, signature_overlap, signature_robustness
+from sigmap_lib.signatures import extract_signatures, method_class
 from sigmap_lib.worlds import SyntheticWorld, make_synthetic_world
 
 
@@ -21,8 +21,8 @@ def world(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def data(world) -> SimpleNamespace:
-    """The world's NLL arrays (one per model), benchmark names and scores, and ``norm``: the
-    bits-per-byte normalisation keywords (5-byte units)."""
+    """The world's NLL arrays (one per model), benchmark names and scores, and ``bits``:
+    the models' bits per byte read by unit (5-byte units)."""
     import polars as pl
 
     arrays = [np.asarray(a) for a in world.nll_arrays()]
@@ -30,8 +30,8 @@ def data(world) -> SimpleNamespace:
     names = [c for c in scores.columns if c != "model"]
     nbytes = np.full(arrays[0].shape[0], 5)
     bpb = np.stack([a / (nbytes * np.log(2)) for a in arrays], axis=1)
-    norm = {"unit_nbytes": nbytes, "bpb_mean": bpb.mean(axis=0), "bpb_sd": bpb.std(axis=0)}
-    return SimpleNamespace(arrays=arrays, names=names, y=scores.select(names).to_numpy(), norm=norm)
+    bits = UnitBits.from_arrays(arrays, nbytes, bpb.mean(axis=0), bpb.std(axis=0))
+    return SimpleNamespace(arrays=arrays, names=names, y=scores.select(names).to_numpy(), bits=bits)
 
 
 def _main(data: SimpleNamespace, kw: dict) -> tuple[dict, object]:
@@ -41,8 +41,7 @@ def _main(data: SimpleNamespace, kw: dict) -> tuple[dict, object]:
     options = method_class(method).select_params(kw)  # the main method's options only
     found = extract_signatures(values, data.y, method=method, benchmark_names=data.names, **options)
     sigs = {s.benchmark: s.units for s in found}
-    read = lambda u: gather_units(data.arrays, u).T  # noqa: E731
-    return sigs, signature_overlap(sigs, nll=read, **data.norm)
+    return sigs, signature_overlap(sigs, data.bits)
 
 
 def test_variants_recompute_the_matrix_and_agreement_is_spearman(data) -> None:
@@ -53,11 +52,11 @@ def test_variants_recompute_the_matrix_and_agreement_is_spearman(data) -> None:
         data.arrays,
         data.y,
         names,
+        data.bits,
         main=main,
         extract_kwargs=kw,
         n_model_subsets=2,
         seed=0,
-        **data.norm,
     )
     got = [v.name for v in variants]
     assert got == [
@@ -92,10 +91,8 @@ def test_bad_split_is_rejected(data) -> None:
             arrays,
             y,
             ["a", "b"],
+            data.bits,
             main=None,
-            unit_nbytes=np.ones(arrays[0].shape[0]),
-            bpb_mean=np.zeros(len(arrays)),
-            bpb_sd=np.ones(len(arrays)),
             extract_kwargs={"k": 5},
             corpus_split=0,
         )
@@ -122,12 +119,12 @@ def test_forward_selection_variants_do_not_inherit_the_max_t_permutations(
         data.arrays,
         data.y,
         data.names,
+        data.bits,
         main=main,
         extract_kwargs=kw,
         n_model_subsets=0,
         methods=("aic", "lasso"),
         main_signatures=main_sigs,
-        **data.norm,
     )
     by_method = {c.get("method"): c for c in calls}
     assert by_method["calibrated"]["n_permutations"] == 19

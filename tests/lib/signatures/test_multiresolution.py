@@ -277,7 +277,7 @@ def test_the_signature_level_of_overlap_at_one_level(monkeypatch) -> None:
     """At a level, the observed matrix uses that level's claims and the null's re-extracted
     signatures keep the same level."""
     import sigmap_lib.overlap._signature as mod
-    from sigmap_lib.overlap import signature_level, signature_overlap
+    from sigmap_lib.overlap import UnitBits, signature_level, signature_overlap
 
     values, scores, docs = _two_way_documents()
     scores = np.hstack([scores, scores + 0.3 * np.random.default_rng(1).standard_normal((24, 1))])
@@ -285,7 +285,7 @@ def test_the_signature_level_of_overlap_at_one_level(monkeypatch) -> None:
     sigs = {s.benchmark: s for s in method.extract(values, scores, names=["a", "b"])}
     nbytes = np.full(400, 4)
     bpb = values / (nbytes[:, None] * np.log(2))
-    kw = dict(unit_nbytes=nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
+    bits = UnitBits(values, nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
     seen: list[set] = []
     null = mod.signature_overlap_null
 
@@ -296,9 +296,9 @@ def test_the_signature_level_of_overlap_at_one_level(monkeypatch) -> None:
     monkeypatch.setattr(mod, "signature_overlap_null", spy)
     at_doc = {k: s.at_level("document") for k, s in sigs.items()}
     observed, _ = signature_level(
-        values, scores, at_doc, nll_arrays=values, method=method, n_permutations=3,
-        n_bootstrap=10, level="document", **kw,
+        values, scores, at_doc, bits, nll_arrays=values, method=method, n_permutations=3,
+        n_bootstrap=10, level="document",
     )  # fmt: skip
-    want = signature_overlap(at_doc, nll=values, **kw)
+    want = signature_overlap(at_doc, bits)
     np.testing.assert_array_equal(observed.values, want.values)
     assert seen and all(levels <= {"document"} for levels in seen)
