@@ -375,16 +375,14 @@ def scaled_colmax_hist(prod, inv, colmax, two_sided, den, col_set, hist, lo):  #
 
 @nb.njit(boundscheck=False, nogil=True, cache=True)
 def partial_scale(
-    o, sq, offset, has_g, normalize, den, kind, inv, stat, r0, obsmax, hist, lo, hi
+    o, sq, offset, normalize, den, kind, inv, stat, r0, obsmax, hist, lo, hi
 ):  # pragma: no cover
     """Per-unit scaling of the observed columns of one block of the max-T pass.
 
-    ``o (n, B [+ 1])`` float64 products of the block's codes with the ``B = stat.shape[1]``
-    unit-norm score columns (and, when ``has_g``, the unit-norm centred ĝ as the last
-    column); ``sq (n,)`` ``Σ_k code²``; ``offset = m(m − 1)²`` (so ``sq − offset =
-    ‖code − mean‖²``). With ``normalize``: ``inv[i] = 1 / ‖code_i residualized on [1, ĝ]‖``
-    (0 for a unit whose residual is below ``1e-9`` of its centred norm: constant, or ranked
-    exactly like ĝ), else ``inv[i] = 1``; ``stat[r0 + i, b] = (o[i, b] · inv[i]) / den[b]``
+    ``o (n, B)`` float64 products of the block's codes with the ``B = stat.shape[1]``
+    unit-norm score columns; ``sq (n,)`` ``Σ_k code²``; ``offset = m(m − 1)²`` (so
+    ``sq − offset = ‖code − mean‖²``). With ``normalize``: ``inv[i] = 1 / ‖code_i − mean‖``
+    (0 for a constant unit), else ``inv[i] = 1``; ``stat[r0 + i, b] = (o[i, b] · inv[i]) / den[b]``
     (the marginal Thrush: integer products divided by ``den``, bit-identical to
     :func:`rank_thrush`).
 
@@ -398,11 +396,7 @@ def partial_scale(
     for i in range(n):
         if normalize:
             base = sq[i] - offset
-            v = base
-            if has_g:
-                g = o[i, nobs]
-                v -= g * g
-            inv[i] = 1.0 / np.sqrt(v) if v > 1e-9 * base and v > 0.0 else 0.0
+            inv[i] = 1.0 / np.sqrt(base) if base > 0.0 else 0.0
         else:
             inv[i] = 1.0
         s = inv[i]

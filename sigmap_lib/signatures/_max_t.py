@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -745,26 +745,40 @@ class Group:
 
     mask: np.ndarray  # (m,) bool
     cols: np.ndarray  # benchmark indices
-    full: bool
-    m: int
-    a_obs: np.ndarray  # (m_g, B_g [+ 1]) float64: score columns [, ĝ_u]
+    a_obs: np.ndarray  # (m_g, B_g) float64 score columns
     den_obs: np.ndarray  # (B_g,) divisor of each score column's products (Thrush) or 1
-    has_g: bool
-    offset: float  # m_g (m_g − 1)²
-    e_null: list[np.ndarray]  # column blocks (m_g, ≤ _COLS) float32 (float64: null64)
-    null64: bool  # m > 128: integer Thrush products may pass 2**24, so float64
+    null: InitVar[np.ndarray]  # (m_g, n_null) permutation columns, kept as ``e_null``
     null_start: int  # first column of this group in the global null array
-    n_null: int
     den_null: np.ndarray  # (n_null,) divisor of each permutation column's maximum
     ghat: np.ndarray | None  # (m_g,) general quality (calibrated)
     basis: np.ndarray | None = None  # (m_g, q) orthonormal quality basis (calibrated)
     strata: np.ndarray | None = None  # (m_g,) stratum labels (calibrated, optional)
     blocks: list[np.ndarray] | None = None  # per benchmark: (m_g,) permutation blocks
     pearson: bool = False  # calibrated: Pearson of the residuals (else Spearman)
+    reasons: list[str | None] = field(default_factory=list)
     # per benchmark of the group: (start, stop) of its null columns (global), permutations
     null_span: list[tuple[int, int]] = field(default_factory=list)
     perms: list[np.ndarray] = field(default_factory=list)
-    reasons: list[str | None] = field(default_factory=list)
+    # derived: all models?, m_g, float64 null (m_g > 128: integer Thrush products may pass
+    # 2**24), the null's column blocks (m_g, ≤ _COLS), and m_g (m_g − 1)² (0 for Pearson)
+    full: bool = field(init=False)
+    m: int = field(init=False)
+    null64: bool = field(init=False)
+    n_null: int = field(init=False)
+    e_null: list[np.ndarray] = field(init=False, repr=False)
+    offset: float = field(init=False)
+
+    def __post_init__(self, null: np.ndarray) -> None:
+        self.full = bool(self.mask.all())
+        self.m = int(self.mask.sum())
+        self.null64 = self.m > 128
+        self.n_null = int(null.shape[1])
+        dtype = np.float64 if self.null64 else np.float32
+        self.e_null = [
+            np.ascontiguousarray(null[:, c0 : c0 + _COLS], dtype=dtype)
+            for c0 in range(0, self.n_null, _COLS)
+        ]
+        self.offset = 0.0 if self.pearson else float(self.m * (self.m - 1) ** 2)
 
 
 @dataclass
@@ -908,27 +922,15 @@ def build_design(
             ]
             null_cols = [-r2 for r2, _ in ranked]
             den_null = np.concatenate([nr for _, nr in ranked])
-        e_null = np.concatenate(null_cols, axis=1)
         grp = Group(
-            mask=mask,
-            cols=np.asarray(cols),
-            full=bool(mask.all()),
-            m=mg,
-            a_obs=np.ascontiguousarray(obs),
-            den_obs=den,
-            has_g=False,
-            offset=0.0 if partial and pearson else float(mg * (mg - 1) ** 2),
-            e_null=[
-                np.ascontiguousarray(
-                    e_null[:, c0 : c0 + _COLS], dtype=np.float64 if mg > 128 else np.float32
-                )
-                for c0 in range(0, e_null.shape[1], _COLS)
-            ],
-            null64=mg > 128,
-            null_start=null_at,
-            n_null=e_null.shape[1],
-            den_null=den_null,
-            ghat=ghat,
+            np.asarray(mask),
+            np.asarray(cols),
+            np.ascontiguousarray(obs),
+            den,
+            np.concatenate(null_cols, axis=1),
+            null_at,
+            den_null,
+            ghat,
             basis=q,
             strata=lab,
             blocks=blocks,
@@ -939,7 +941,7 @@ def build_design(
             s = null_at if shared else null_at + j * p
             grp.null_span.append((s, s + p))
             grp.perms.append(perm_sets[0] if shared else perm_sets[j])
-        null_at += e_null.shape[1]
+        null_at += grp.n_null
         out.append(grp)
     return _Design(
         groups=out,
@@ -1034,7 +1036,6 @@ def _group_stats(
                 o,
                 w.sq,
                 g.offset,
-                g.has_g,
                 normalize,
                 g.den_obs,
                 kind,
