@@ -36,6 +36,12 @@ def md_table(
 ROW_COUNT, COLUMN_SCHEMA = "dagster/row_count", "dagster/column_schema"
 
 
+def shard_metadata(shard: str, units: int, reused: bool, **rest: Any) -> dict[str, Any]:
+    """What every per-shard asset shows first: the shard, its units and whether the run
+    reused what was stored; then ``rest``."""
+    return {"shard": shard, "units": int(units), "reused": bool(reused), **rest}
+
+
 def table_metadata(frame: Any, max_columns: int = 200) -> dict[str, Any]:
     """A stored table's row count and column schema (name and dtype of each column) for the
     UI's overview and Columns tab, from the polars or pandas frame that was written. A table

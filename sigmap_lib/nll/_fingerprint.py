@@ -112,16 +112,17 @@ def model_fingerprint(
 
     Examples
     --------
+    A GGUF model (a folder works the same way, over every file of it):
+
     >>> from pathlib import Path
     >>> from sigmap_lib.inputs import ModelSpec
     >>> from sigmap_lib.nll import model_fingerprint
-    >>> Path("m").mkdir()
-    >>> _ = Path("m/model.safetensors").write_bytes(b"weights v1")
-    >>> spec = ModelSpec(id="local/m", key="local__m", path=Path("m"))
+    >>> _ = Path("smol.gguf").write_bytes(b"weights v1")
+    >>> spec = ModelSpec(id="local/smol", key="local__smol", gguf=Path("smol.gguf"))
     >>> a = model_fingerprint(spec, cache_path="fp.json")
-    >>> a == model_fingerprint(spec, cache_path="fp.json")
+    >>> a == model_fingerprint(spec, cache_path="fp.json")  # the file's sha256 is cached
     True
-    >>> _ = Path("m/model.safetensors").write_bytes(b"weights v2")  # overwritten in place
+    >>> _ = Path("smol.gguf").write_bytes(b"weights v2")  # overwritten in place
     >>> a == model_fingerprint(spec, cache_path="fp.json")
     False
     >>> a == model_fingerprint(spec, settings={"dtype": "bfloat16"}, cache_path="fp.json")

@@ -102,9 +102,7 @@ def signature_robustness(
     >>> from sigmap_lib.signatures import extract_signatures
     >>> rng = np.random.default_rng(0)
     >>> nll = rng.normal(10.0, 1.0, size=(400, 16)).astype(np.float32)  # units x models
-    >>> nbytes = np.full(400, 4)
-    >>> bpb = nll / (nbytes[:, None] * np.log(2))
-    >>> bits = UnitBits(nll, nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
+    >>> bits = UnitBits.of_matrix(nll, np.full(400, 4))
     >>> names = ["arc", "arc_easy", "gsm8k"]
     >>> y = -nll[[5, 5, 300]].T + 0.3 * rng.normal(size=(16, 3))
     >>> kw = {"method": "aic", "k": 10}

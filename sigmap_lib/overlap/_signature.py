@@ -133,6 +133,8 @@ class UnitBits:
     (2, [[-1.225, 1.225], [1.225, -1.225]])
     >>> bits.for_models([1]).z(np.array([0])).tolist()
     [[1.224744871391589]]
+    >>> bool(np.allclose(UnitBits.of_matrix(nll, nbytes).z(np.arange(3)), bits.z(np.arange(3))))
+    True
     """
 
     nll: NLLSource
@@ -154,6 +156,19 @@ class UnitBits:
             )
         object.__setattr__(self, "bpb_mean", mean)
         object.__setattr__(self, "bpb_sd", sd)
+
+    @classmethod
+    def of_matrix(cls, nll: np.ndarray, unit_nbytes: np.ndarray) -> UnitBits:
+        """Every unit of a corpus in memory: ``nll (n_units, n_models)`` in nats and
+        ``unit_nbytes (n_units,)``; the moments are the matrix's own (population sd)."""
+        x = np.asarray(nll, dtype=np.float64)
+        nb = np.asarray(unit_nbytes, dtype=np.float64)
+        if x.ndim != 2 or nb.shape != (x.shape[0],):
+            raise SigmapInputError(
+                f"signature overlap: nll must be (n_units, n_models) and unit_nbytes (n_units,), got {x.shape} and {nb.shape}"
+            )
+        bpb = x / (nb[:, None] * math.log(2.0))
+        return cls(x, nb, bpb.mean(axis=0), bpb.std(axis=0))
 
     @classmethod
     def from_arrays(
@@ -341,9 +356,7 @@ def signature_overlap(
     >>> from sigmap_lib.overlap import UnitBits, signature_overlap
     >>> rng = np.random.default_rng(0)
     >>> nll = rng.normal(10.0, 1.0, size=(30, 8))  # 30 units x 8 models
-    >>> nbytes = np.full(30, 4)
-    >>> bpb = nll / (nbytes[:, None] * np.log(2))
-    >>> bits = UnitBits(nll, nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
+    >>> bits = UnitBits.of_matrix(nll, np.full(30, 4))  # the whole corpus: 30 units of 4 bytes
     >>> sigs = {"arc": [0, 1], "arc_easy": [1, 2], "gsm8k": [10, 11, 12]}
     >>> m = signature_overlap(sigs, bits)
     >>> np.round(m.values, 3).tolist()
@@ -417,14 +430,12 @@ def signature_overlap_null(
     >>> from sigmap_lib.overlap import UnitBits, signature_overlap_null
     >>> rng = np.random.default_rng(0)
     >>> nll = rng.normal(10.0, 1.0, size=(50, 20))  # 50 units x 20 models
-    >>> nbytes = np.full(50, 4)
-    >>> bpb = nll / (nbytes[:, None] * np.log(2))
     >>> scores = -nll[[0, 0, 7]].T + 0.2 * rng.normal(size=(20, 3))
     >>> def extract(y):
     ...     r = np.corrcoef(y.T, nll)[:3, 3:]  # (3 benchmarks, 50 units)
     ...     names = ["arc", "arc_easy", "gsm8k"]
     ...     return {b: np.argsort(-np.abs(r[j]))[:2] for j, b in enumerate(names)}
-    >>> bits = UnitBits(nll, nbytes, bpb_mean=bpb.mean(axis=0), bpb_sd=bpb.std(axis=0))
+    >>> bits = UnitBits.of_matrix(nll, np.full(50, 4))
     >>> res = signature_overlap_null(extract, scores, bits, n_perm=19)
     >>> round(res.get("arc", "arc_easy"), 2), res.extra["null"].shape
     (0.43, (19, 3, 3))
@@ -561,10 +572,8 @@ def signature_level(
     >>> from sigmap_lib.signatures import CalibratedMarginal
     >>> rng = np.random.default_rng(0)
     >>> values = rng.normal(10.0, 1.0, size=(40, 14))  # 40 units x 14 models
-    >>> nbytes = np.full(40, 4)
-    >>> bpb = values / (nbytes[:, None] * np.log(2))
     >>> scores = -values[[0, 0, 7]].T + 0.1 * rng.normal(size=(14, 3))
-    >>> bits = UnitBits(values, nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
+    >>> bits = UnitBits.of_matrix(values, np.full(40, 4))
     >>> m, extras = signature_level(
     ...     values, scores, {"a": [0], "b": [0, 1], "c": [7]}, bits,
     ...     nll_arrays=values, method=CalibratedMarginal(n_permutations=19),

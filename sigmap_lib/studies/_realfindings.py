@@ -151,7 +151,7 @@ def _signature_level(sigs: Mapping[str, Any], values: np.ndarray) -> OverlapMatr
         return None
     d = values.shape[0]
     no_sig = {b: s.calibration.reason or "empty signature" for b, s in sigs.items() if s.empty}
-    bits = UnitBits(values, np.full(d, 1.0 / np.log(2.0)), values.mean(axis=0), values.std(axis=0))
+    bits = UnitBits.of_matrix(values, np.full(d, 1.0 / np.log(2.0)))
     return signature_overlap(found, bits, no_signature=no_sig)
 
 

@@ -16,7 +16,7 @@ from sigmap_assets.automation import (
 )
 from sigmap_assets.config import SigmapConfig
 from sigmap_assets.layout import StorageLayout
-from sigmap_assets.metadata import md_table, table_metadata
+from sigmap_assets.metadata import md_table, shard_metadata, table_metadata
 from sigmap_assets.partitions import BY_SHARD, cells_partitions, shards_partitions
 from sigmap_assets.resources import ComputeResource, SigmapStorage, WorldResource
 from sigmap_assets.state import CurrentRanks, ShardRanks, StoredState, UsedShard
@@ -299,16 +299,16 @@ def nll_ranks(
     write_json(built.to_dict(), state.layout.shard_ranks_current(shard_key))
     version = ident or "none:" + ",".join(done)
     return dg.MaterializeResult(
-        metadata={
-            "shard": shard_key,
-            "models_used": len(done),
-            "models_missing": dg.MetadataValue.json(missing),
-            "units": shard.n_units,
-            "reused": reused,
-            "bits_per_byte": dg.MetadataValue.md(
+        metadata=shard_metadata(
+            shard_key,
+            shard.n_units,
+            reused,
+            models_used=len(done),
+            models_missing=dg.MetadataValue.json(missing),
+            bits_per_byte=dg.MetadataValue.md(
                 md_table(sorted(table, key=lambda r: r["bpb_mean"]), max_rows=64)
             ),
-        },
+        ),
         data_version=dg.DataVersion(hashlib.sha256(version.encode()).hexdigest()[:16]),
     )
 

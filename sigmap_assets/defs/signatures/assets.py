@@ -10,7 +10,14 @@ import polars as pl
 
 from sigmap_assets.automation import aggregate_condition, automated, partition_condition
 from sigmap_assets.config import SigmapConfig
-from sigmap_assets.metadata import image_md, md_table, signature_md, signature_row, table_metadata
+from sigmap_assets.metadata import (
+    image_md,
+    md_table,
+    shard_metadata,
+    signature_md,
+    signature_row,
+    table_metadata,
+)
 from sigmap_assets.partitions import benchmarks_partitions, shards_partitions
 from sigmap_assets.resources import SigmapStorage, WorldResource
 from sigmap_assets.skips import skipped_partitions
@@ -128,14 +135,14 @@ def shard_screen(
         part = screen_one_shard(state, shard, y_all[:, valid], keys, k, config)
         write_json(key.record(part), path)
     return dg.MaterializeResult(
-        metadata={
-            "shard": shard_key,
-            "benchmarks": len(keys),
-            "not_screened": dg.MetadataValue.json(skipped),
-            "units": shard.n_units,
-            "kept_per_benchmark": k,
-            "reused": reused is not None,
-        }
+        metadata=shard_metadata(
+            shard_key,
+            shard.n_units,
+            reused is not None,
+            benchmarks=len(keys),
+            not_screened=dg.MetadataValue.json(skipped),
+            kept_per_benchmark=k,
+        )
     )
 
 

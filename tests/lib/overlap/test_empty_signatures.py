@@ -25,8 +25,7 @@ def _world(seed: int = 0):
     rng = np.random.default_rng(seed)
     nll = rng.gamma(4.0, 2.0, size=(40, 12))
     nbytes = rng.integers(2, 8, size=40)
-    bpb = nll / (nbytes[:, None] * np.log(2))
-    return UnitBits(nll, nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
+    return UnitBits.of_matrix(nll, nbytes)
 
 
 def test_empty_signature_gives_nan_pairs_and_the_reason() -> None:

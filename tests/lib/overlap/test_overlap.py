@@ -263,6 +263,7 @@ def test_unit_bits_standardise_any_units_and_any_models() -> None:
     models = np.array([4, 0, 2])
     readers = (
         UnitBits(nll, nbytes, mu, sd),
+        UnitBits.of_matrix(nll, nbytes),
         UnitBits(lambda u: nll[u], lambda u: nbytes[u], mu, sd),
         UnitBits(nll[wanted], nbytes[wanted], mu, sd, units=wanted),
     )
@@ -278,6 +279,8 @@ def test_unit_bits_standardise_any_units_and_any_models() -> None:
         UnitBits(nll, nbytes, mu, sd[:-1])
     with pytest.raises(SigmapInputError, match="unit_nbytes must be > 0"):
         UnitBits(nll, np.zeros_like(nbytes), mu, sd).z(wanted)
+    with pytest.raises(SigmapInputError, match=r"unit_nbytes \(n_units,\)"):
+        UnitBits.of_matrix(nll, nbytes[:-1])
     with pytest.raises(SigmapInputError, match="bits must be a UnitBits"):
         signature_model_scores({"x": [1]}, {"nll": nll})  # type: ignore[arg-type]
 

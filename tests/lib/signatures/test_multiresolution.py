@@ -283,9 +283,7 @@ def test_the_signature_level_of_overlap_at_one_level(monkeypatch) -> None:
     scores = np.hstack([scores, scores + 0.3 * np.random.default_rng(1).standard_normal((24, 1))])
     method = CalibratedMultiResolution(levels={"document": docs}, n_permutations=99)
     sigs = {s.benchmark: s for s in method.extract(values, scores, names=["a", "b"])}
-    nbytes = np.full(400, 4)
-    bpb = values / (nbytes[:, None] * np.log(2))
-    bits = UnitBits(values, nbytes, bpb_mean=bpb.mean(0), bpb_sd=bpb.std(0))
+    bits = UnitBits.of_matrix(values, np.full(400, 4))
     seen: list[set] = []
     null = mod.signature_overlap_null
 
