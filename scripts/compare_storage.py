@@ -5,7 +5,10 @@ NaN equals NaN), parquet tables with ``polars.DataFrame.equals``, every other fi
 sha256; in JSON and table strings, root A's own path reads as root B's. Dagster's own
 home (``.dagster``), the runner's logs and lock, and files that hold run ids, timings or
 absolute paths by nature (``--skip``, glob patterns on the relative path) are left out.
-Prints one line per difference and, last, one JSON line with the counts.
+A cell folder is named by its model's fingerprint, which includes the model files' stamps,
+so two fresh runs name the same cells differently: ``--follow-current`` also compares, for
+every ``CURRENT`` pointer in both roots, the folder it names in A with the one it names in
+B, file by file. Prints one line per difference and, last, one JSON line with the counts.
 """
 
 from __future__ import annotations
@@ -65,6 +68,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap.add_argument("b", type=Path)
     ap.add_argument("--ignore", nargs="*", default=[], help="JSON fields to leave out")
     ap.add_argument("--skip", nargs="*", default=[], help="more glob patterns to leave out")
+    ap.add_argument(
+        "--follow-current",
+        action="store_true",
+        help="compare the folders the CURRENT pointers name, A's against B's",
+    )
     args = ap.parse_args(argv)
     skip = SKIP + args.skip
 
@@ -86,8 +94,38 @@ def main(argv: list[str] | None = None) -> dict:
         counts["different" if diffs else "identical"] += 1
         for d in diffs[:5]:
             print(f"{r}: {d}")
+    if args.follow_current:
+        counts |= _follow_current(args, fa & fb, set(args.ignore))
     print(json.dumps(counts))
     return counts
+
+
+def _pointed(current: Path) -> Path | None:
+    """The folder beside it that a ``CURRENT`` pointer names (its ``fingerprint`` or ``dir``
+    field); None for a pointer that names no folder."""
+    record = json.loads(current.read_text())
+    name = record.get("fingerprint") or record.get("dir")
+    folder = current.parent / str(name)
+    return folder if name and folder.is_dir() else None
+
+
+def _follow_current(args: argparse.Namespace, common: set[str], ignore: set[str]) -> dict:
+    out = {"current_files": 0, "current_identical": 0}
+    for r in sorted(c for c in common if Path(c).name == "CURRENT"):
+        da, db = _pointed(args.a / r), _pointed(args.b / r)
+        if da is None or db is None:
+            continue
+        rel_a = {str(p.relative_to(da)) for p in da.rglob("*") if p.is_file()}
+        rel_b = {str(p.relative_to(db)) for p in db.rglob("*") if p.is_file()}
+        for f in sorted(rel_a ^ rel_b):
+            print(f"{r} -> {f}: only in {'A' if f in rel_a else 'B'}")
+        for f in sorted(rel_a & rel_b):
+            out["current_files"] += 1
+            diffs = _same(da / f, db / f, ignore, (str(da), str(db)))
+            out["current_identical"] += not diffs
+            for d in diffs[:5]:
+                print(f"{r} -> {f}: {d}")
+    return out
 
 
 if __name__ == "__main__":
