@@ -78,6 +78,9 @@ from .overlap import (
     OverlapMatrix as OverlapMatrix,
 )
 from .overlap import (
+    UnitBits as UnitBits,
+)
+from .overlap import (
     performance_overlap as performance_overlap,
 )
 from .overlap import (
