@@ -250,10 +250,12 @@ def _append(path: Path | None, records: list[dict]) -> None:
 
 
 def _table(null: dict[str, dict], power: dict[str, dict], real: dict[str, dict]) -> str:
-    rows = [
-        "scenario      m   FWER(hier) [Wilson 95%]   source  document  unit   "
-        f"FDR-mode any (q={FDR_NULL_Q}) [Wilson 95%]"
-    ]
+    rows = []
+    if null:
+        rows.append(
+            "scenario      m   FWER(hier) [Wilson 95%]   source  document  unit   "
+            f"FDR-mode any (q={FDR_NULL_Q}) [Wilson 95%]"
+        )
     for r in null.values():
         lo, hi = r["fwer_hierarchy_wilson95"]
         lv = r["per_level"]
@@ -264,13 +266,14 @@ def _table(null: dict[str, dict], power: dict[str, dict], real: dict[str, dict])
             f"[{r[f'fdr_q{FDR_NULL_Q}_any_claim_wilson95'][0]:.3f}, "
             f"{r[f'fdr_q{FDR_NULL_Q}_any_claim_wilson95'][1]:.3f}]"
         )
-    rows.append(
-        "m   d        docs  flat-unit-recall  doc-recall doc-precision  src-recall "
-        "src-precision  cost   FDR q=0.05 (recall)   FDR q=0.1 (recall)"
-    )
+    if power:
+        rows.append(
+            "m   d         docs    flat-unit-recall  doc-recall doc-precision  src-recall "
+            "src-precision  cost   FDR q=0.05 (recall)   FDR q=0.1 (recall)"
+        )
     for r in power.values():
         rows.append(
-            f"{r['m']:<4}{r['units']:<9}{r['documents']:<6}{r['flat_unit_recall']:<18.3f}"
+            f"{r['m']:<3} {r['units']:<9} {r['documents']:<7} {r['flat_unit_recall']:<17.3f} "
             f"{r['document_recall']:<11.3f}{r['document_precision']:<14.3f}"
             f"{r['source_recall']:<11.3f}{r['source_precision']:<14.3f}"
             f"{r['cost_vs_flat_median']:.2f}x  "

@@ -86,3 +86,15 @@ def test_a_ledger_resumes_a_cell_and_computes_only_the_missing_runs(tmp_path, ca
     assert power["runs"] == 4 and power["document_recall"] > 0
     # the ledger's runs are the runs a fresh computation gives
     assert _counts([fourth]) == _counts(_power_runs(*_CELL, [3]))
+
+
+def test_power_table_keeps_wide_cells_apart() -> None:
+    from sigmap_lib.perf.multires import _table
+
+    row = {"m": 32, "units": 10_000_000, "documents": 100_000, "flat_unit_recall": 0.0002,
+           "document_recall": 0.504, "document_precision": 1.0, "source_recall": 0.009,
+           "source_precision": 1.0, "cost_vs_flat_median": 1.11, "fdr_q0.05": 0.04,
+           "fdr_q0.05_unit_recall": 0.095, "fdr_q0.1": 0.088, "fdr_q0.1_unit_recall": 0.18}  # fmt: skip
+    header, line = _table({}, {"cell": row}, {}).splitlines()
+    assert header.startswith("m ")  # no null header without null scenarios
+    assert line.split()[:5] == ["32", "10000000", "100000", "0.000", "0.504"]
